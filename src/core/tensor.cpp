@@ -1,5 +1,6 @@
 #include "core/tensor.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -90,7 +91,7 @@ void AlignedFree::operator()(float* p) const { std::free(p); }
 FloatBuffer alloc_floats(size_t count) {
   size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
   if (bytes == 0) bytes = 64;
-  AL_CHECK(count < (size_t(1) << 40), "cannot allocate ", count, " floats");
+  AL_CHECK(count < SIZE_MAX / 8, "cannot allocate ", count, " floats");
   void* p = std::aligned_alloc(64, bytes);
   if (!p) fail("out of memory allocating ", bytes, " bytes");
   std::memset(p, 0, bytes);

@@ -1,0 +1,79 @@
+// The hot loops of AttnLens: every operation the transformer layers need, vectorized with xsimd
+// (SSE4.1 natively or AVX2/AVX-512 with -march=native; WebAssembly SIMD128 in the wasm build), each
+// with a plain scalar twin in namespace `ref` that the tests compare against.
+//
+// Conventions
+//   * Raw pointers and sizes, row-major, no allocation, no exceptions (noexcept): callers (src/nn)
+//     check shapes once, so these loops stay leaf functions.
+//   * Linear layers store weights as checkpoints do: W [out, in], rows contiguous, y = x · Wᵀ (+ b).
+//   * Quantized weights (q8_0) are dequantized inside the dot products, never to a full f32 copy.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace attnlens::kernels {
+
+// ---- linear algebra -------------------------------------------------------------------------
+// y[n, m] = x[n, k] · W[m, k]ᵀ + bias[m]   (bias may be null). Register-blocked; n == 1 → matvec.
+void matmul(const float* x, const float* w, const float* bias, float* y, int n, int k, int m) noexcept;
+// y[m] = W[m, k] · x[k] + bias[m]: one token of decode; bound by streaming W from memory.
+void matvec(const float* x, const float* w, const float* bias, float* y, int k, int m) noexcept;
+// The same with W in q8_0 blocks (k % 32 == 0): m rows of k/32 blocks of 34 bytes.
+void matmul_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept;
+void matvec_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) noexcept;
+// Dequantize one q8_0 row of k weights (k % 32 == 0) into y[k] (used for embedding lookups).
+void dequantize_row_q8_0(const uint8_t* w, float* y, int k) noexcept;
+// Quantize k floats (k % 32 == 0) into q8_0 blocks exactly as ggml does (d = amax/127, q = round(x/d)).
+void quantize_row_q8_0(const float* x, uint8_t* out, int k) noexcept;
+
+float dot(const float* a, const float* b, int n) noexcept;
+
+// ---- elementwise and row operations ----------------------------------------------------------
+void softmax(float* x, int n) noexcept;                                // in place, max-subtracted
+void layernorm(const float* x, const float* gamma, const float* beta, float* y, int n, float eps) noexcept;
+void rmsnorm(const float* x, const float* gamma, float* y, int n, float eps) noexcept;
+void gelu_tanh(float* x, int n) noexcept;  // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+void gelu_erf(float* x, int n) noexcept;   // 0.5·x·(1 + erf(x/√2))
+void silu(float* x, int n) noexcept;       // x·σ(x)
+void relu(float* x, int n) noexcept;
+void swiglu(float* gate, const float* up, int n) noexcept;  // gate = silu(gate) · up
+void add(float* y, const float* x, int n) noexcept;         // y += x   (residual)
+void axpy(float a, const float* x, float* y, int n) noexcept;  // y += a·x  (attention's weighted sum)
+void scale(float* x, float s, int n) noexcept;              // x *= s
+
+// ---- rotary position embedding --------------------------------------------------------------
+// Rotates each head of x[n_heads, head_dim] by the angles whose cos/sin are given per pair
+// (cos[head_dim/2], sin[head_dim/2], one position). Two conventions for which dims form a pair:
+//   adjacent (llama2.c, GGUF/llama.cpp, the RoFormer paper): (x[2i], x[2i+1])
+//   half     (Hugging Face Llama, GPT-NeoX "rotate_half"):  (x[i], x[i + head_dim/2])
+void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept;
+void rope_half(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept;
+
+// Which instruction set the vector code was compiled for ("sse4.1" in wasm: mapped to SIMD128).
+const char* simd_arch_name() noexcept;
+int simd_width() noexcept;  // floats per vector register
+
+// ---- scalar references: the same contracts, written as plainly as possible ------------------
+namespace ref {
+void matmul(const float* x, const float* w, const float* bias, float* y, int n, int k, int m) noexcept;
+void matvec(const float* x, const float* w, const float* bias, float* y, int k, int m) noexcept;
+void matmul_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept;
+void matvec_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) noexcept;
+void dequantize_row_q8_0(const uint8_t* w, float* y, int k) noexcept;
+float dot(const float* a, const float* b, int n) noexcept;
+void softmax(float* x, int n) noexcept;
+void layernorm(const float* x, const float* gamma, const float* beta, float* y, int n, float eps) noexcept;
+void rmsnorm(const float* x, const float* gamma, float* y, int n, float eps) noexcept;
+void gelu_tanh(float* x, int n) noexcept;
+void gelu_erf(float* x, int n) noexcept;
+void silu(float* x, int n) noexcept;
+void relu(float* x, int n) noexcept;
+void swiglu(float* gate, const float* up, int n) noexcept;
+void add(float* y, const float* x, int n) noexcept;
+void axpy(float a, const float* x, float* y, int n) noexcept;
+void scale(float* x, float s, int n) noexcept;
+void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept;
+void rope_half(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept;
+}  // namespace ref
+
+}  // namespace attnlens::kernels

@@ -1,0 +1,220 @@
+// Row and elementwise kernels: dot, softmax, norms, activations, residual add, RoPE.
+// Each loop runs full vectors, then a scalar tail for the last n % W elements.
+#include <cmath>
+
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+
+namespace attnlens::kernels {
+
+using simd::load;
+using simd::store;
+using simd::Vec;
+using simd::W;
+
+const char* simd_arch_name() noexcept { return xsimd::default_arch::name(); }
+int simd_width() noexcept { return W; }
+
+float dot(const float* a, const float* b, int n) noexcept {
+  // Four independent accumulators: one would serialise on the add latency (4× slower in wasm).
+  Vec s0(0.f), s1(0.f), s2(0.f), s3(0.f);
+  int i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    s0 += load(a + i) * load(b + i);
+    s1 += load(a + i + W) * load(b + i + W);
+    s2 += load(a + i + 2 * W) * load(b + i + 2 * W);
+    s3 += load(a + i + 3 * W) * load(b + i + 3 * W);
+  }
+  for (; i + W <= n; i += W) s0 += load(a + i) * load(b + i);
+  float s = simd::sum((s0 + s1) + (s2 + s3));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void softmax(float* x, int n) noexcept {
+  if (n <= 0) return;
+  int i = 0;
+  float mx = x[0];
+  if (n >= W) {
+    Vec m = load(x);
+    for (i = W; i + W <= n; i += W) m = xsimd::max(m, load(x + i));
+    mx = simd::max_lanes(m);
+  }
+  for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+
+  const Vec vmx(mx);
+  Vec vs(0.f);
+  for (i = 0; i + W <= n; i += W) {
+    Vec e = xsimd::exp(load(x + i) - vmx);
+    store(x + i, e);
+    vs += e;
+  }
+  float s = simd::sum(vs);
+  for (; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    s += x[i];
+  }
+  scale(x, 1.f / s, n);
+}
+
+// Sum of x[0..n) and of x², both vectorised.
+static void sum_and_sumsq(const float* x, int n, float& sum, float& sumsq) {
+  Vec s(0.f), q(0.f);
+  int i = 0;
+  for (; i + W <= n; i += W) {
+    Vec v = load(x + i);
+    s += v;
+    q += v * v;
+  }
+  sum = simd::sum(s);
+  sumsq = simd::sum(q);
+  for (; i < n; ++i) {
+    sum += x[i];
+    sumsq += x[i] * x[i];
+  }
+}
+
+void layernorm(const float* x, const float* gamma, const float* beta, float* y, int n, float eps) noexcept {
+  float sum, sumsq;
+  sum_and_sumsq(x, n, sum, sumsq);
+  const float mean = sum / n;
+  // Second pass for the variance: E[(x-mean)²] is better conditioned than E[x²] - mean².
+  Vec vq(0.f);
+  const Vec vmean(mean);
+  int i = 0;
+  for (; i + W <= n; i += W) {
+    Vec d = load(x + i) - vmean;
+    vq += d * d;
+  }
+  float var = simd::sum(vq);
+  for (; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  var /= n;
+  const float inv = 1.f / std::sqrt(var + eps);
+  const Vec vinv(inv);
+  for (i = 0; i + W <= n; i += W) {
+    Vec v = (load(x + i) - vmean) * vinv * load(gamma + i);
+    if (beta) v += load(beta + i);
+    store(y + i, v);
+  }
+  for (; i < n; ++i) y[i] = (x[i] - mean) * inv * gamma[i] + (beta ? beta[i] : 0.f);
+}
+
+void rmsnorm(const float* x, const float* gamma, float* y, int n, float eps) noexcept {
+  float sum, sumsq;
+  sum_and_sumsq(x, n, sum, sumsq);
+  const float inv = 1.f / std::sqrt(sumsq / n + eps);
+  const Vec vinv(inv);
+  int i = 0;
+  for (; i + W <= n; i += W) store(y + i, load(gamma + i) * (load(x + i) * vinv));
+  for (; i < n; ++i) y[i] = gamma[i] * (x[i] * inv);
+}
+
+// Applies f to every element: vector body, then the tail through a one-lane-padded vector.
+template <class F>
+static void map_inplace(float* x, int n, F f) {
+  int i = 0;
+  for (; i + W <= n; i += W) store(x + i, f(load(x + i)));
+  if (i < n) {
+    alignas(64) float t[W] = {};
+    for (int j = i; j < n; ++j) t[j - i] = x[j];
+    Vec r = f(Vec::load_aligned(t));
+    r.store_aligned(t);
+    for (int j = i; j < n; ++j) x[j] = t[j - i];
+  }
+}
+
+void gelu_tanh(float* x, int n) noexcept {
+  const Vec c(0.7978845608028654f), k(0.044715f), half(0.5f), one(1.f);
+  map_inplace(x, n, [&](Vec v) { return half * v * (one + xsimd::tanh(c * (v + k * v * v * v))); });
+}
+
+void gelu_erf(float* x, int n) noexcept {
+  const Vec r(0.7071067811865476f), half(0.5f), one(1.f);
+  map_inplace(x, n, [&](Vec v) { return half * v * (one + xsimd::erf(v * r)); });
+}
+
+void silu(float* x, int n) noexcept {
+  const Vec one(1.f);
+  map_inplace(x, n, [&](Vec v) { return v / (one + xsimd::exp(-v)); });
+}
+
+void relu(float* x, int n) noexcept {
+  const Vec zero(0.f);
+  map_inplace(x, n, [&](Vec v) { return xsimd::max(v, zero); });
+}
+
+void swiglu(float* gate, const float* up, int n) noexcept {
+  const Vec one(1.f);
+  int i = 0;
+  for (; i + W <= n; i += W) {
+    Vec g = load(gate + i);
+    store(gate + i, g / (one + xsimd::exp(-g)) * load(up + i));
+  }
+  for (; i < n; ++i) gate[i] = gate[i] / (1.f + std::exp(-gate[i])) * up[i];
+}
+
+void add(float* y, const float* x, int n) noexcept {
+  int i = 0;
+  for (; i + W <= n; i += W) store(y + i, load(y + i) + load(x + i));
+  for (; i < n; ++i) y[i] += x[i];
+}
+
+void axpy(float a, const float* x, float* y, int n) noexcept {
+  const Vec va(a);
+  int i = 0;
+  for (; i + W <= n; i += W) store(y + i, load(y + i) + va * load(x + i));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+void scale(float* x, float s, int n) noexcept {
+  const Vec vs(s);
+  int i = 0;
+  for (; i + W <= n; i += W) store(x + i, load(x + i) * vs);
+  for (; i < n; ++i) x[i] *= s;
+}
+
+// ---- RoPE -------------------------------------------------------------------------------------
+// adjacent pairs: out = x·C + swap(x)·S with C = (c0,c0,c1,c1,…), S = (-s0,s0,-s1,s1,…) and
+// swap exchanging the two lanes of every pair.
+struct SwapPairs {
+  static constexpr unsigned get(unsigned i, unsigned) { return i ^ 1u; }
+};
+
+void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept {
+  constexpr int kMaxHeadDim = 512;
+  if (head_dim > kMaxHeadDim || head_dim % W != 0) return ref::rope_adjacent(x, cos, sin, n_heads, head_dim);
+  alignas(64) float c2[kMaxHeadDim], s2[kMaxHeadDim];
+  for (int i = 0; i < head_dim / 2; ++i) {
+    c2[2 * i] = c2[2 * i + 1] = cos[i];
+    s2[2 * i] = -sin[i];
+    s2[2 * i + 1] = sin[i];
+  }
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    for (int i = 0; i < head_dim; i += W) {
+      Vec a = load(v + i);
+      Vec swapped = xsimd::swizzle(a, xsimd::make_batch_constant<xsimd::batch<uint32_t, Vec::arch_type>, SwapPairs>());
+      store(v + i, a * Vec::load_aligned(c2 + i) + swapped * Vec::load_aligned(s2 + i));
+    }
+  }
+}
+
+void rope_half(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept {
+  const int half = head_dim / 2;
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    int i = 0;
+    for (; i + W <= half; i += W) {
+      Vec a = load(v + i), b = load(v + i + half), c = load(cos + i), s = load(sin + i);
+      store(v + i, a * c - b * s);
+      store(v + i + half, a * s + b * c);
+    }
+    for (; i < half; ++i) {
+      float a = v[i], b = v[i + half];
+      v[i] = a * cos[i] - b * sin[i];
+      v[i + half] = a * sin[i] + b * cos[i];
+    }
+  }
+}
+
+}  // namespace attnlens::kernels
