@@ -1,0 +1,52 @@
+// Unicode support for the tokenizers: UTF-8 decoding/encoding, general categories, White_Space,
+// lowercase and accent stripping. Tables come from tools/gen_unicode_tables.py (see unicode_tables.h
+// for the Unicode version); no ICU, no std::regex.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace attnlens::unicode {
+
+// General categories, in the generator's index order.
+enum class Category : uint8_t {
+  Lu, Ll, Lt, Lm, Lo, Mn, Mc, Me, Nd, Nl, No, Pc, Pd, Ps, Pe, Pi, Pf, Po,
+  Sm, Sc, Sk, So, Zs, Zl, Zp, Cc, Cf, Cs, Co, Cn
+};
+
+const char* table_version();            // Unicode version the tables were generated from
+Category category(char32_t cp);         // Cn for anything past U+10FFFF
+bool is_letter(char32_t cp);            // \p{L}
+bool is_number(char32_t cp);            // \p{N}
+bool is_punctuation(char32_t cp);       // \p{P}
+bool is_other(char32_t cp);             // \p{C}: Cc Cf Cs Co Cn (Rust's char::is_other)
+bool is_white_space(char32_t cp);       // the White_Space property (Rust char::is_whitespace, \s)
+bool is_bert_punctuation(char32_t cp);  // ASCII 33-47, 58-64, 91-96, 123-126, or \p{P} (BERT)
+bool is_cjk_ideograph(char32_t cp);     // BERT's _is_chinese_char ranges
+
+// Appends the full lowercase mapping of cp (Rust char::to_lowercase) as UTF-8.
+void append_lowercase(std::string& out, char32_t cp);
+// Appends NFD(cp) without its nonspacing marks (Mn), as UTF-8: HF BertNormalizer's strip_accents
+// for one code point. Canonical reordering is not applied: it can only change the result for runs
+// of two or more spacing marks with a nonzero combining class (25 code points, e.g. musical symbols).
+void append_without_accents(std::string& out, char32_t cp);
+
+// --- UTF-8 --------------------------------------------------------------------------------------
+// One decoding step at s[pos]: a well-formed character (len 1-4, valid) or an ill-formed sequence
+// (cp U+FFFD, valid false, len = its maximal subpart as WHATWG TextDecoder counts it, at least 1).
+struct Utf8Step {
+  char32_t cp;
+  uint32_t len;
+  bool valid;
+};
+Utf8Step decode_utf8(std::string_view s, size_t pos);
+void append_utf8(std::string& out, char32_t cp);
+// s with every ill-formed sequence replaced by U+FFFD (the same replacements TextDecoder makes).
+std::string sanitize_utf8(std::string_view s);
+// A display label for raw bytes: valid characters as themselves except controls, which are escaped
+// visibly ("\n", "\t", "\r", "\x1b", "\u0085"), and bytes that are not part of a well-formed
+// character as "<0xNN>". Always valid UTF-8.
+std::string display_bytes(std::string_view bytes);
+
+}  // namespace attnlens::unicode
