@@ -1,0 +1,34 @@
+// Internal: SentencePiece BPE, one implementation for its three sources. llama2.c's tokenizer.bin and
+// GGUF metadata merge by piece score; HF's Llama tokenizer.json merges by the rank of its merges list.
+#pragma once
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tokenizers/vocab_tokenizer.h"
+
+namespace attnlens::tok {
+
+// When the dummy-prefix space is put in front of a stretch of text (only if it is non-empty).
+enum class SpacePrefix {
+  None,
+  Always,  // llama2.c, llama.cpp, HF Prepend("▁") normalizer / Metaspace "always"
+  First,   // HF Metaspace prepend_scheme "first": only the stretch that starts the input
+};
+
+struct SentencePieceConfig {
+  VocabSpec vocab;  // pieces may spell spaces as "▁" (U+2581) or as real spaces
+  // Exactly one of: scores (merge the pair whose concatenation has the best score) or merges (merge
+  // the listed pair with the lowest rank; pieces spelled like vocab.pieces).
+  std::vector<float> scores;
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::vector<int> token_types;  // GGUF types (6 = byte); empty: "<0xXX>" pieces are the byte tokens
+  SpacePrefix space_prefix = SpacePrefix::Always;
+  bool byte_fallback = true;  // characters missing from the vocabulary become <0xXX> tokens (else unk)
+  bool fuse_unk = false;      // consecutive unk tokens become one (HF)
+};
+
+std::unique_ptr<Tokenizer> make_sentencepiece_bpe(SentencePieceConfig cfg);
+
+}  // namespace attnlens::tok

@@ -1,0 +1,178 @@
+#include "tokenizers/vocab_tokenizer.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "tokenizers/unicode.h"
+
+namespace attnlens::tok {
+
+// --- added tokens -------------------------------------------------------------------------------
+
+AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens) : tokens_(std::move(tokens)) {
+  by_first_byte_.resize(256);
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    AL_CHECK(!tokens_[i].content.empty(), "added token ", tokens_[i].id, " has empty content");
+    by_first_byte_[uint8_t(tokens_[i].content[0])].push_back(int(i));
+  }
+  for (auto& list : by_first_byte_)
+    std::stable_sort(list.begin(), list.end(),
+                     [&](int a, int b) { return tokens_[a].content.size() > tokens_[b].content.size(); });
+}
+
+namespace {
+// The code point ending just before pos (pos > 0), for single_word boundaries.
+char32_t code_point_before(std::string_view s, size_t pos) {
+  size_t start = pos - 1;
+  while (start > 0 && pos - start < 4 && (uint8_t(s[start]) & 0xC0) == 0x80) --start;
+  unicode::Utf8Step c = unicode::decode_utf8(s, start);
+  return start + c.len == pos ? c.cp : 0xFFFD;
+}
+
+bool is_word_char(char32_t cp) { return cp == '_' || unicode::is_letter(cp) || unicode::is_number(cp); }
+
+// Length of the whitespace run starting at pos.
+size_t white_space_run(std::string_view s, size_t pos) {
+  size_t end = pos;
+  while (end < s.size()) {
+    unicode::Utf8Step c = unicode::decode_utf8(s, end);
+    if (!c.valid || !unicode::is_white_space(c.cp)) break;
+    end += c.len;
+  }
+  return end - pos;
+}
+
+// Start of the whitespace run that ends at end, searching no further back than begin.
+size_t white_space_run_start(std::string_view s, size_t begin, size_t end) {
+  size_t run_start = end;
+  for (size_t pos = begin; pos < end;) {
+    unicode::Utf8Step c = unicode::decode_utf8(s, pos);
+    bool ws = c.valid && unicode::is_white_space(c.cp);
+    if (!ws) run_start = end;
+    else if (run_start == end) run_start = pos;
+    pos += c.len;
+  }
+  return run_start;
+}
+}  // namespace
+
+const AddedToken* AddedTokenMatcher::match_at(std::string_view text, size_t pos) const {
+  for (int i : by_first_byte_[uint8_t(text[pos])]) {
+    const AddedToken& t = tokens_[size_t(i)];
+    if (text.compare(pos, t.content.size(), t.content) != 0) continue;
+    if (t.single_word) {
+      const size_t end = pos + t.content.size();
+      if (pos > 0 && is_word_char(code_point_before(text, pos))) continue;
+      if (end < text.size() && is_word_char(unicode::decode_utf8(text, end).cp)) continue;
+    }
+    return &t;
+  }
+  return nullptr;
+}
+
+std::vector<Segment> AddedTokenMatcher::split(std::string_view text) const {
+  std::vector<Segment> out;
+  size_t seg_start = 0;
+  const auto emit_text = [&](size_t begin, size_t end) {
+    if (end > begin) out.push_back({text.substr(begin, end - begin), begin, -1});
+  };
+  for (size_t pos = 0; pos < text.size() && !tokens_.empty();) {
+    const AddedToken* t = match_at(text, pos);
+    if (!t) {
+      ++pos;
+      continue;
+    }
+    emit_text(seg_start, t->lstrip ? white_space_run_start(text, seg_start, pos) : pos);
+    out.push_back({text.substr(pos, t->content.size()), pos, t->id});
+    pos += t->content.size();
+    if (t->rstrip) pos += white_space_run(text, pos);
+    seg_start = pos;
+  }
+  emit_text(seg_start, text.size());
+  return out;
+}
+
+// --- the shared base ----------------------------------------------------------------------------
+
+std::string special_label(std::string_view piece) {
+  size_t b = 0, e = piece.size();
+  while (b < e && (piece[b] == ' ' || piece[b] == '\n' || piece[b] == '\t' || piece[b] == '\r')) ++b;
+  while (e > b && (piece[e - 1] == ' ' || piece[e - 1] == '\n' || piece[e - 1] == '\t' || piece[e - 1] == '\r')) --e;
+  return unicode::display_bytes(b < e ? piece.substr(b, e - b) : piece);
+}
+
+VocabTokenizer::VocabTokenizer(std::string kind, VocabSpec spec)
+    : kind_(std::move(kind)), pieces_(std::move(spec.pieces)), ids_(spec.ids),
+      prefix_(std::move(spec.prefix)), suffix_(std::move(spec.suffix)) {
+  const int n = int(pieces_.size());
+  AL_CHECK(n > 0, kind_, " tokenizer: empty vocabulary");
+  for (int id : {ids_.bos, ids_.eos, ids_.pad, ids_.unk})
+    AL_CHECK(id >= -1 && id < n, kind_, " tokenizer: special token id ", id, " is outside the vocabulary (size ", n, ")");
+  special_.assign(size_t(n), 0);
+  for (int id : spec.special) {
+    AL_CHECK(id >= 0 && id < n, kind_, " tokenizer: special token id ", id, " is outside the vocabulary (size ", n, ")");
+    special_[size_t(id)] = 1;
+  }
+  for (const AddedToken& t : spec.added) {
+    AL_CHECK(t.id >= 0 && t.id < n, kind_, " tokenizer: added token \"", t.content, "\" has id ", t.id,
+             " outside the vocabulary (size ", n, ")");
+    if (t.special) special_[size_t(t.id)] = 1;
+  }
+  for (int id : prefix_) AL_CHECK(id >= 0 && id < n, kind_, " tokenizer: post-processor id ", id, " is outside the vocabulary (size ", n, ")");
+  for (int id : suffix_) AL_CHECK(id >= 0 && id < n, kind_, " tokenizer: post-processor id ", id, " is outside the vocabulary (size ", n, ")");
+  added_ = AddedTokenMatcher(std::move(spec.added));
+  index_.reserve(size_t(n));
+  for (int id = 0; id < n; ++id) index_.emplace(std::string_view(pieces_[size_t(id)]), id);  // first id wins
+}
+
+std::vector<int> VocabTokenizer::encode(std::string_view text, bool add_special) const {
+  std::vector<int> out;
+  if (add_special) out = prefix_;
+  for (const Segment& s : added_.split(text)) {
+    if (s.added_id >= 0)
+      out.push_back(s.added_id);
+    else
+      encode_text(s.text, s.offset == 0, out);
+  }
+  if (add_special) out.insert(out.end(), suffix_.begin(), suffix_.end());
+  return out;
+}
+
+std::string VocabTokenizer::decode(const std::vector<int>& ids) const {
+  std::string bytes;
+  for (int id : ids) {
+    check_id(id, "decode");
+    if (!special_unchecked(id)) bytes += token_bytes(id);
+  }
+  return unicode::sanitize_utf8(bytes);
+}
+
+std::string VocabTokenizer::piece(int id) const {
+  check_id(id, "piece");
+  return special_unchecked(id) ? special_label(pieces_[size_t(id)]) : display(id);
+}
+
+bool VocabTokenizer::is_special(int id) const {
+  check_id(id, "is_special");
+  return special_unchecked(id);
+}
+
+int VocabTokenizer::token_id(std::string_view piece) const {
+  int id = find(piece);
+  if (id >= 0) return id;
+  for (size_t i = 0; i < special_.size(); ++i)  // special tokens also by their label ("<s>" for "\n<s>\n")
+    if (special_[i] && special_label(pieces_[i]) == piece) return int(i);
+  return -1;
+}
+
+void VocabTokenizer::check_id(int id, const char* what) const {
+  if (id < 0 || id >= int(pieces_.size()))
+    fail(kind_, " tokenizer ", what, ": token id ", id, " is out of range (vocabulary size ", pieces_.size(), ")");
+}
+
+int VocabTokenizer::find(std::string_view piece) const {
+  auto it = index_.find(piece);
+  return it == index_.end() ? -1 : it->second;
+}
+
+}  // namespace attnlens::tok

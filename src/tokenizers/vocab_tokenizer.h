@@ -1,0 +1,99 @@
+// Internal: what every tokenizer kind shares. The vocabulary and its lookup, special ids, added tokens
+// (matched in the text before the model runs, as HF tokenizers does), the post-processor's special
+// ids around the sequence, and the id range checks.
+#pragma once
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tokenizers/tokenizer.h"
+
+namespace attnlens::tok {
+
+struct SpecialIds {
+  int bos = -1, eos = -1, pad = -1, unk = -1;
+};
+
+// An HF added token (tokenizer.json "added_tokens"). normalized is not modelled: every added token
+// is matched on the raw input text.
+struct AddedToken {
+  int id = -1;
+  std::string content;
+  bool special = false;
+  bool lstrip = false, rstrip = false, single_word = false;
+};
+
+// A stretch of the input between added tokens (added_id < 0), or one added token.
+struct Segment {
+  std::string_view text;
+  size_t offset = 0;  // byte offset of text in the input
+  int added_id = -1;
+};
+
+// Splits text around added tokens: leftmost match, longest content first at each position.
+class AddedTokenMatcher {
+ public:
+  AddedTokenMatcher() = default;
+  explicit AddedTokenMatcher(std::vector<AddedToken> tokens);
+  std::vector<Segment> split(std::string_view text) const;
+
+ private:
+  const AddedToken* match_at(std::string_view text, size_t pos) const;
+  std::vector<AddedToken> tokens_;
+  std::vector<std::vector<int>> by_first_byte_;  // indices into tokens_, longest content first
+};
+
+// Everything the shared base needs from a loader.
+struct VocabSpec {
+  std::vector<std::string> pieces;  // index = id, spelled as the kind stores them internally
+  SpecialIds ids;
+  std::vector<int> special;         // ids that are control/special tokens (skipped by decode)
+  std::vector<AddedToken> added;    // matched in text; special ones are added to `special`
+  std::vector<int> prefix, suffix;  // ids the post-processor puts around the sequence
+};
+
+class VocabTokenizer : public Tokenizer {
+ public:
+  VocabTokenizer(const VocabTokenizer&) = delete;  // index_ points into pieces_
+  VocabTokenizer& operator=(const VocabTokenizer&) = delete;
+
+  std::vector<int> encode(std::string_view text, bool add_special = true) const final;
+  std::string decode(const std::vector<int>& ids) const override;
+  std::string piece(int id) const override;
+  int vocab_size() const final { return int(pieces_.size()); }
+  int bos_id() const final { return ids_.bos; }
+  int eos_id() const final { return ids_.eos; }
+  int pad_id() const final { return ids_.pad; }
+  int unk_id() const final { return ids_.unk; }
+  bool is_special(int id) const final;
+  std::string kind() const final { return kind_; }
+  int token_id(std::string_view piece) const override;
+
+ protected:
+  VocabTokenizer(std::string kind, VocabSpec spec);
+  // Tokens of one stretch of text between added tokens; at_start: it begins the input.
+  virtual void encode_text(std::string_view text, bool at_start, std::vector<int>& out) const = 0;
+  // Display label of a non-special token (piece() handles ids and special tokens).
+  virtual std::string display(int id) const = 0;
+
+  void check_id(int id, const char* what) const;  // throws naming the id and the vocabulary size
+  int find(std::string_view piece) const;          // exact spelling; -1 if absent
+  const std::string& piece_str(int id) const { return pieces_[size_t(id)]; }
+  bool special_unchecked(int id) const { return special_[size_t(id)] != 0; }
+
+ private:
+  std::string kind_;
+  std::vector<std::string> pieces_;
+  std::unordered_map<std::string_view, int> index_;  // views into pieces_ (never modified after build)
+  std::vector<uint8_t> special_;
+  SpecialIds ids_;
+  AddedTokenMatcher added_;
+  std::vector<int> prefix_, suffix_;
+};
+
+// The special token names shown by piece(): content without surrounding whitespace
+// (llama2.c stores BOS as "\n<s>\n").
+std::string special_label(std::string_view piece);
+
+}  // namespace attnlens::tok
