@@ -1,0 +1,51 @@
+// Scaled dot-product attention (seed 001 §"Scaled Dot-Product Attention"):
+//
+//   Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k + mask + bias) · V
+//
+// for n queries against m keys, for every head at once. Self-attention passes keys computed from
+// the same sequence (m = n, or the cached prefix + n); cross-attention passes keys from another
+// sequence (an encoder's output), so m ≠ n in general. Grouped-query / multi-query attention: query
+// head h reads key/value head h / (n_heads / n_kv_heads).
+#pragma once
+#include <cstdint>
+
+#include "nn/positions.h"
+
+namespace attnlens::nn {
+
+struct AttentionShape {
+  int n_heads = 1;
+  int n_kv_heads = 1;  // divides n_heads; == n_heads for plain multi-head attention
+  int head_dim = 1;    // d_k = d_v
+};
+
+struct AttentionMask {
+  // Causal (decoder) mask: query i, at position q_pos0 + i, sees keys j ≤ q_pos0 + i only; the
+  // others get −∞ before the softmax, hence weight exactly 0.
+  bool causal = false;
+  int q_pos0 = 0;  // position of query 0 among the keys (the cached prefix length)
+  // Key padding mask: key_padding[j] != 0 means key j is padding and is ignored by every query.
+  const uint8_t* key_padding = nullptr;
+  // Arbitrary additive bias on the scaled scores: [bias_heads][n][m], bias_heads 1 (broadcast to
+  // every head) or n_heads; null for none.
+  const float* bias = nullptr;
+  int bias_heads = 1;
+  // Position-dependent bias (ALiBi, T5 relative buckets), computed per row; null for none.
+  const PositionBias* position_bias = nullptr;
+};
+
+// q:   [n][q_stride], head h at q + h·head_dim
+// k,v: [m][kv_stride], kv head g at k + g·head_dim
+// out: [n][out_stride], head h written at out + h·head_dim (the "concat" of the heads)
+// weights: null, or [n_heads][n][m] receiving the post-softmax weights of the heads whose
+//          head_mask entry is non-zero (all heads if head_mask is null)
+// A query whose keys are all masked gets zero weights and a zero output (PyTorch would give NaN).
+void scaled_dot_product_attention(const float* q, int q_stride, const float* k, const float* v, int kv_stride,
+                                  int n, int m, const AttentionShape& shape, const AttentionMask& mask, float* out,
+                                  int out_stride, float* weights = nullptr, const unsigned char* head_mask = nullptr);
+
+// The same for the common single-head contiguous case: Q [n, d], K [m, d], V [m, d] → out [n, d].
+void attention(const float* q, const float* k, const float* v, int n, int m, int d, const AttentionMask& mask,
+               float* out, float* weights = nullptr);
+
+}  // namespace attnlens::nn

@@ -1,0 +1,60 @@
+#include "nn/feed_forward.h"
+
+#include "core/error.h"
+#include "kernels/kernels.h"
+
+namespace attnlens::nn {
+
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::ReLU: return "relu";
+    case Activation::GeluTanh: return "gelu_tanh";
+    case Activation::GeluErf: return "gelu";
+    case Activation::SiLU: return "silu";
+  }
+  return "?";
+}
+
+Activation parse_activation(const std::string& name) {
+  if (name == "relu") return Activation::ReLU;
+  if (name == "gelu") return Activation::GeluErf;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_tanh" || name == "gelu_fast")
+    return Activation::GeluTanh;
+  if (name == "silu" || name == "swish") return Activation::SiLU;
+  fail("unsupported activation function \"", name, "\" (supported: relu, gelu, gelu_new, gelu_pytorch_tanh, silu)");
+}
+
+void activate(Activation a, float* x, int n) {
+  switch (a) {
+    case Activation::ReLU: kernels::relu(x, n); break;
+    case Activation::GeluTanh: kernels::gelu_tanh(x, n); break;
+    case Activation::GeluErf: kernels::gelu_erf(x, n); break;
+    case Activation::SiLU: kernels::silu(x, n); break;
+  }
+}
+
+void feed_forward(const FeedForward& f, const float* x, int n, float* out, Arena& arena) {
+  ArenaScope scope(arena);
+  const int hidden = f.up.out();
+  float* h = arena.alloc(size_t(n) * hidden);  // [n, hidden]
+  linear(f.up, x, n, h);
+  if (f.gated()) {
+    float* g = arena.alloc(size_t(n) * hidden);
+    linear(f.gate, x, n, g);
+    kernels::swiglu(g, h, n * hidden);  // g = silu(g) ⊙ h
+    h = g;
+  } else {
+    activate(f.act, h, n * hidden);
+  }
+  linear(f.down, h, n, out);
+}
+
+void check_feed_forward(const FeedForward& f, int d_model, const std::string& what) {
+  AL_CHECK(!f.up.empty(), what, ": up projection is missing");
+  const int hidden = f.up.out();
+  check_linear(f.up, d_model, hidden, what + ".up");
+  if (f.gated()) check_linear(f.gate, d_model, hidden, what + ".gate");
+  check_linear(f.down, hidden, d_model, what + ".down");
+}
+
+}  // namespace attnlens::nn

@@ -1,0 +1,42 @@
+// Linear layers and embedding tables over weights in checkpoint layout (W [out, in], row-major),
+// f32 or q8_0. The weights are views: they live in the loaded file or in a model's own buffers.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace attnlens::nn {
+
+// A weight matrix [rows, cols] as the kernels read it.
+struct Matrix {
+  DType dtype = DType::F32;  // F32 or Q8_0
+  int rows = 0, cols = 0;
+  const void* data = nullptr;
+
+  bool empty() const { return data == nullptr; }
+  size_t bytes() const { return dtype_bytes(dtype, size_t(rows) * cols); }
+};
+
+// y = x·Wᵀ + b with W [out, in].
+struct Linear {
+  Matrix w;
+  const float* b = nullptr;  // [out] or null
+  int in() const { return w.cols; }
+  int out() const { return w.rows; }
+  bool empty() const { return w.empty(); }
+};
+
+// y[n, out] = x[n, in] · Wᵀ + b: matmul for prefill, matvec for a single token.
+void linear(const Linear& l, const float* x, int n, float* y);
+
+// Copies row `index` of an embedding table [rows, cols] into out[cols] (dequantizing q8_0).
+void embedding_row(const Matrix& table, int index, float* out);
+
+// Throws attnlens::Error unless l is [out, in]; `what` names the layer in the message.
+void check_linear(const Linear& l, int in, int out, const std::string& what);
+
+// Throws attnlens::Error naming `what` and the first bad index if x[0..n) has a NaN or infinity.
+void check_finite(const float* x, size_t n, const std::string& what);
+
+}  // namespace attnlens::nn

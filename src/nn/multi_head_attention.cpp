@@ -1,0 +1,144 @@
+#include "nn/multi_head_attention.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace attnlens::nn {
+
+AttentionShape split_heads(int d_model, int n_heads, int n_kv_heads) {
+  AL_CHECK(n_heads > 0, "number of heads must be positive, got ", n_heads);
+  AL_CHECK(d_model > 0 && d_model % n_heads == 0, "d_model ", d_model, " is not divisible by the number of heads ",
+           n_heads);
+  AL_CHECK(n_kv_heads > 0 && n_heads % n_kv_heads == 0, "number of key/value heads ", n_kv_heads,
+           " does not divide the number of heads ", n_heads);
+  return AttentionShape{n_heads, n_kv_heads, d_model / n_heads};
+}
+
+void check_attention(const MultiHeadAttention& a, const std::string& what) {
+  AL_CHECK(a.shape.n_heads > 0 && a.shape.n_kv_heads > 0 && a.shape.n_heads % a.shape.n_kv_heads == 0, what,
+           ": ", a.shape.n_heads, " heads are not a multiple of ", a.shape.n_kv_heads, " key/value heads");
+  if (a.fused()) {
+    check_linear(a.qkv, a.d_model, a.q_dim() + 2 * a.kv_dim(), what + ".qkv");
+    AL_CHECK(a.qkv.w.dtype == DType::F32, what, ".qkv: a fused projection must be f32");
+  } else {
+    check_linear(a.q, a.d_model, a.q_dim(), what + ".q");
+    check_linear(a.k, a.d_model, a.kv_dim(), what + ".k");
+    check_linear(a.v, a.d_model, a.kv_dim(), what + ".v");
+  }
+  check_linear(a.o, a.q_dim(), a.d_model, what + ".o");
+}
+
+namespace {
+
+// Q, K, V rows of x: q [n, q_dim], k/v [n, kv_dim] (rows strided by their own widths).
+void project_qkv(const MultiHeadAttention& a, const float* x, int n, float* q, float* k, float* v, Arena& arena) {
+  if (!a.fused()) {
+    linear(a.q, x, n, q);
+    linear(a.k, x, n, k);
+    linear(a.v, x, n, v);
+    return;
+  }
+  ArenaScope scope(arena);
+  const int qd = a.q_dim(), kd = a.kv_dim(), all = qd + 2 * kd;
+  float* t = arena.alloc(size_t(n) * all);
+  linear(a.qkv, x, n, t);
+  for (int i = 0; i < n; ++i) {
+    const float* row = t + size_t(i) * all;
+    std::memcpy(q + size_t(i) * qd, row, sizeof(float) * qd);
+    std::memcpy(k + size_t(i) * kd, row + qd, sizeof(float) * kd);
+    std::memcpy(v + size_t(i) * kd, row + qd + kd, sizeof(float) * kd);
+  }
+}
+
+}  // namespace
+
+void self_attention(const MultiHeadAttention& a, const float* x, int n, int pos0, KVCache* cache, int layer,
+                    const SelfAttentionOptions& opt, float* out, float* weights, const unsigned char* head_mask,
+                    Arena& arena) {
+  check_finite(x, size_t(n) * a.d_model, "self-attention input");
+  ArenaScope scope(arena);
+  const int qd = a.q_dim(), kd = a.kv_dim();
+  float* q = arena.alloc(size_t(n) * qd);
+  float* k;
+  float* v;
+  int kv_stride = kd;
+  if (cache) {
+    AL_CHECK(cache->kv_dim() == kd, "self-attention: KV cache rows have ", cache->kv_dim(), " values, expected ", kd);
+    AL_CHECK(pos0 == cache->length(), "self-attention: tokens start at position ", pos0, " but the cache holds ",
+             cache->length());
+    cache->check_room(n);
+    k = cache->key(layer, pos0);  // new rows go straight into the cache
+    v = cache->value(layer, pos0);
+  } else {
+    AL_CHECK(pos0 == 0, "self-attention without a cache must start at position 0, got ", pos0);
+    k = arena.alloc(size_t(n) * kd);
+    v = arena.alloc(size_t(n) * kd);
+  }
+  project_qkv(a, x, n, q, k, v, arena);
+  if (opt.rope) {
+    for (int i = 0; i < n; ++i) {
+      opt.rope->apply(q + size_t(i) * qd, a.shape.n_heads, pos0 + i);
+      opt.rope->apply(k + size_t(i) * kd, a.shape.n_kv_heads, pos0 + i);
+    }
+  }
+  const int m = pos0 + n;  // keys: the cached prefix and the new tokens
+  const float* keys = cache ? cache->key(layer, 0) : k;
+  const float* values = cache ? cache->value(layer, 0) : v;
+
+  AttentionMask mask;
+  mask.causal = opt.causal;
+  mask.q_pos0 = pos0;
+  mask.key_padding = opt.key_padding;
+  mask.bias = opt.bias;
+  mask.bias_heads = opt.bias_heads;
+  mask.position_bias = opt.position_bias;
+  float* heads = arena.alloc(size_t(n) * qd);  // Concat(head_1 … head_h)
+  scaled_dot_product_attention(q, qd, keys, values, kv_stride, n, m, a.shape, mask, heads, qd, weights, head_mask);
+  linear(a.o, heads, n, out);
+}
+
+void project_memory(const MultiHeadAttention& a, const float* memory, int m, CrossMemory& out) {
+  check_finite(memory, size_t(m) * a.d_model, "cross-attention memory (encoder output)");
+  const int kd = a.kv_dim();
+  out.m = m;
+  out.k.assign(size_t(m) * kd, 0.f);
+  out.v.assign(size_t(m) * kd, 0.f);
+  if (!a.fused()) {
+    linear(a.k, memory, m, out.k.data());
+    linear(a.v, memory, m, out.v.data());
+    return;
+  }
+  // Fused [Q; K; V]: use the K and V row blocks of the matrix as their own linear layers.
+  const int qd = a.q_dim();
+  const float* w = static_cast<const float*>(a.qkv.w.data);
+  Linear lk{Matrix{DType::F32, kd, a.d_model, w + size_t(qd) * a.d_model}, a.qkv.b ? a.qkv.b + qd : nullptr};
+  Linear lv{Matrix{DType::F32, kd, a.d_model, w + size_t(qd + kd) * a.d_model}, a.qkv.b ? a.qkv.b + qd + kd : nullptr};
+  linear(lk, memory, m, out.k.data());
+  linear(lv, memory, m, out.v.data());
+}
+
+void cross_attention(const MultiHeadAttention& a, const float* x, int n, const CrossMemory& memory,
+                     const uint8_t* memory_padding, float* out, float* weights, const unsigned char* head_mask,
+                     Arena& arena) {
+  check_finite(x, size_t(n) * a.d_model, "cross-attention input");
+  ArenaScope scope(arena);
+  const int qd = a.q_dim();
+  AL_CHECK(memory.k.size() == size_t(memory.m) * a.kv_dim(), "cross-attention: memory was projected for another shape");
+  float* q = arena.alloc(size_t(n) * qd);
+  if (a.fused()) {
+    const float* w = static_cast<const float*>(a.qkv.w.data);
+    Linear lq{Matrix{DType::F32, qd, a.d_model, w}, a.qkv.b};
+    linear(lq, x, n, q);
+  } else {
+    linear(a.q, x, n, q);
+  }
+  AttentionMask mask;
+  mask.key_padding = memory_padding;
+  float* heads = arena.alloc(size_t(n) * qd);
+  scaled_dot_product_attention(q, qd, memory.k.data(), memory.v.data(), a.kv_dim(), n, memory.m, a.shape, mask, heads,
+                               qd, weights, head_mask);
+  linear(a.o, heads, n, out);
+}
+
+}  // namespace attnlens::nn

@@ -1,0 +1,71 @@
+// Multi-head attention (seed 001 §"Multi-Head Attention", seed 002):
+//
+//   head_h = softmax(Q_h K_hᵀ / √d_k) V_h,   Q_h = X W_h^Q,  K_h = X W_h^K,  V_h = X W_h^V
+//   MHA(X) = Concat(head_1, …, head_h) W^O
+//
+// The per-head projections are stored stacked, as checkpoints do: W^Q [n_heads·d_k, d_model] —
+// or fused with W^K, W^V into one [(n_heads + 2·n_kv_heads)·d_k, d_model] matrix (GPT-2's c_attn,
+// PyTorch's in_proj_weight). With n_kv_heads < n_heads the keys/values are shared by groups of query
+// heads (grouped-query attention; multi-query when n_kv_heads = 1).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "nn/arena.h"
+#include "nn/attention.h"
+#include "nn/kv_cache.h"
+#include "nn/linear.h"
+#include "nn/positions.h"
+
+namespace attnlens::nn {
+
+struct MultiHeadAttention {
+  int d_model = 0;
+  AttentionShape shape;
+  Linear q, k, v;  // separate projections …
+  Linear qkv;      // … or one fused projection (rows: all of Q, then K, then V)
+  Linear o;        // W^O [d_model, n_heads·d_k]
+
+  int q_dim() const { return shape.n_heads * shape.head_dim; }
+  int kv_dim() const { return shape.n_kv_heads * shape.head_dim; }
+  bool fused() const { return !qkv.empty(); }
+};
+
+// Throws attnlens::Error unless every projection matches d_model and the shape, naming `what`.
+void check_attention(const MultiHeadAttention& a, const std::string& what);
+// The shape for d_model split over n_heads (d_model % n_heads must be 0, else an error).
+AttentionShape split_heads(int d_model, int n_heads, int n_kv_heads);
+
+struct SelfAttentionOptions {
+  bool causal = false;
+  const Rope* rope = nullptr;             // rotate q and k by their positions
+  const uint8_t* key_padding = nullptr;   // [keys]: non-zero = ignore (uncached use only)
+  const float* bias = nullptr;            // additive [bias_heads][n][m]
+  int bias_heads = 1;
+  const PositionBias* position_bias = nullptr;
+};
+
+// Self-attention of x [n, d_model], the tokens at positions pos0 … pos0+n−1; out [n, d_model].
+// With a cache, their keys/values are written to it at those positions of `layer` and the queries
+// attend to positions 0 … pos0+n−1 (the caller advances the cache after the last layer); without
+// one, pos0 must be 0 and they attend to each other only.
+// weights: null or [n_heads][n][pos0+n] post-softmax (see AttentionRecorder).
+void self_attention(const MultiHeadAttention& a, const float* x, int n, int pos0, KVCache* cache, int layer,
+                    const SelfAttentionOptions& opt, float* out, float* weights, const unsigned char* head_mask,
+                    Arena& arena);
+
+// An encoder output projected to keys and values once, reused by every decoding step.
+struct CrossMemory {
+  int m = 0;             // source positions
+  std::vector<float> k;  // [m, kv_dim]
+  std::vector<float> v;  // [m, kv_dim]
+};
+void project_memory(const MultiHeadAttention& a, const float* memory, int m, CrossMemory& out);
+
+// Cross-attention: queries from x [n, d_model], keys/values from the memory; out [n, d_model].
+// memory_padding: null or [m] (non-zero = padding); weights: null or [n_heads][n][m].
+void cross_attention(const MultiHeadAttention& a, const float* x, int n, const CrossMemory& memory,
+                     const uint8_t* memory_padding, float* out, float* weights, const unsigned char* head_mask,
+                     Arena& arena);
+
+}  // namespace attnlens::nn

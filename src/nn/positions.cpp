@@ -1,0 +1,110 @@
+#include "nn/positions.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "kernels/kernels.h"
+
+namespace attnlens::nn {
+
+void sinusoidal_encoding(int pos, int d_model, float* out) {
+  for (int i = 0; 2 * i < d_model; ++i) {
+    const double angle = pos / std::pow(10000.0, 2.0 * i / d_model);
+    out[2 * i] = float(std::sin(angle));
+    if (2 * i + 1 < d_model) out[2 * i + 1] = float(std::cos(angle));
+  }
+}
+
+Rope::Rope(RopeStyle style, int head_dim, float base) : style_(style), head_dim_(head_dim), base_(base) {
+  AL_CHECK(head_dim > 0 && head_dim % 2 == 0, "RoPE needs an even head dimension, got ", head_dim);
+  AL_CHECK(base > 0, "RoPE base must be positive, got ", base);
+}
+
+void Rope::grow(int positions) const {
+  if (positions <= positions_) return;
+  int target = positions_ ? positions_ : 64;
+  while (target < positions) target *= 2;
+  const int half = head_dim_ / 2;
+  cos_.resize(size_t(target) * half);
+  sin_.resize(size_t(target) * half);
+  for (int p = positions_; p < target; ++p) {
+    for (int i = 0; i < half; ++i) {
+      // In float, exactly as llama2.c's run.c and Hugging Face's inv_freq compute it.
+      const float freq = 1.0f / std::pow(base_, float(2 * i) / float(head_dim_));
+      const float angle = float(p) * freq;
+      cos_[size_t(p) * half + i] = std::cos(angle);
+      sin_[size_t(p) * half + i] = std::sin(angle);
+    }
+  }
+  positions_ = target;
+}
+
+void Rope::apply(float* x, int n_heads, int pos) const {
+  AL_CHECK(pos >= 0, "RoPE position ", pos, " is negative");
+  grow(pos + 1);
+  const int half = head_dim_ / 2;
+  const float* c = cos_.data() + size_t(pos) * half;
+  const float* s = sin_.data() + size_t(pos) * half;
+  if (style_ == RopeStyle::Adjacent) kernels::rope_adjacent(x, c, s, n_heads, head_dim_);
+  else kernels::rope_half(x, c, s, n_heads, head_dim_);
+}
+
+// Slopes for a power-of-two head count n: start = 2^(−8/n), slope_h = start^(h+1).
+static std::vector<float> alibi_power_of_two(int n) {
+  std::vector<float> s(n);
+  const double start = std::pow(2.0, -8.0 / n);
+  for (int h = 0; h < n; ++h) s[h] = float(std::pow(start, h + 1));
+  return s;
+}
+
+AlibiBias::AlibiBias(int n_heads) {
+  AL_CHECK(n_heads > 0, "ALiBi needs at least one head");
+  int p2 = 1;
+  while (p2 * 2 <= n_heads) p2 *= 2;
+  slopes_ = alibi_power_of_two(p2);
+  if (p2 != n_heads) {  // the paper's recipe: take every other slope of the next power of two
+    std::vector<float> extra = alibi_power_of_two(2 * p2);
+    for (int i = 0; int(slopes_.size()) < n_heads; i += 2) slopes_.push_back(extra[i]);
+  }
+}
+
+void AlibiBias::add(int head, int q_pos, float* scores, int m) const {
+  const float s = slopes_[head];
+  for (int j = 0; j < m; ++j) scores[j] -= s * float(q_pos - j);
+}
+
+int t5_relative_bucket(int relative_position, bool bidirectional, int num_buckets, int max_distance) {
+  int bucket = 0;
+  int n = num_buckets;
+  if (bidirectional) {
+    n /= 2;
+    if (relative_position > 0) bucket += n;
+    relative_position = std::abs(relative_position);
+  } else {
+    relative_position = relative_position < 0 ? -relative_position : 0;
+  }
+  const int max_exact = n / 2;
+  if (relative_position < max_exact) return bucket + relative_position;
+  // float32 arithmetic and truncation toward zero, as T5's PyTorch code (to(torch.long)) does.
+  const float scaled = std::log(float(relative_position) / float(max_exact)) /
+                       std::log(float(max_distance) / float(max_exact)) * float(n - max_exact);
+  int large = max_exact + int(scaled);
+  if (large > n - 1) large = n - 1;
+  return bucket + large;
+}
+
+T5RelativeBias::T5RelativeBias(const float* table, int num_buckets, int n_heads, bool bidirectional, int max_distance)
+    : table_(table), num_buckets_(num_buckets), n_heads_(n_heads), max_distance_(max_distance), bidirectional_(bidirectional) {
+  AL_CHECK(table != nullptr, "T5 relative bias: table is missing");
+  AL_CHECK(num_buckets >= 2 && max_distance > num_buckets / 4, "T5 relative bias: bad num_buckets ", num_buckets,
+           " / max_distance ", max_distance);
+}
+
+void T5RelativeBias::add(int head, int q_pos, float* scores, int m) const {
+  for (int j = 0; j < m; ++j) {
+    const int bucket = t5_relative_bucket(j - q_pos, bidirectional_, num_buckets_, max_distance_);
+    scores[j] += table_[size_t(bucket) * n_heads_ + head];
+  }
+}
+
+}  // namespace attnlens::nn

@@ -1,0 +1,76 @@
+// Positional schemes (seeds 000 §"Positional information", 001 §"Positional Encoding"):
+//   learned absolute embeddings  — a table row added to the token embedding (see models; embedding_row)
+//   sinusoidal encodings         — PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(same)
+//   RoPE                         — rotate pairs of q/k dims by pos·θ_i, θ_i = base^(-2i/head_dim)
+//   ALiBi                        — bias −slope_h·(q_pos − k_pos) added to the attention scores
+//   T5 relative position bias    — a learned per-head scalar per bucket of (k_pos − q_pos)
+#pragma once
+#include <memory>
+#include <vector>
+
+namespace attnlens::nn {
+
+// out[d] = PE(pos), i is the *pair* index: dims 2i and 2i+1 share the frequency 10000^(-2i/d).
+void sinusoidal_encoding(int pos, int d_model, float* out);
+
+// ---- RoPE ---------------------------------------------------------------------------------------
+enum class RopeStyle {
+  Adjacent,  // pairs (2i, 2i+1): llama2.c, GGUF / llama.cpp, the RoFormer paper
+  Half,      // pairs (i, i + head_dim/2): Hugging Face Llama / GPT-NeoX "rotate_half"
+};
+
+// cos/sin of every pair's angle for each position, computed once and reused by every layer.
+class Rope {
+ public:
+  Rope(RopeStyle style, int head_dim, float base = 10000.f);
+  // Rotates x[n_heads, head_dim] in place as the vector at position `pos`.
+  void apply(float* x, int n_heads, int pos) const;
+  RopeStyle style() const { return style_; }
+  int head_dim() const { return head_dim_; }
+
+ private:
+  void grow(int positions) const;
+  RopeStyle style_;
+  int head_dim_;
+  float base_;
+  mutable std::vector<float> cos_, sin_;  // [positions][head_dim/2]
+  mutable int positions_ = 0;
+};
+
+// ---- additive position biases ---------------------------------------------------------------
+// Adds the bias of every key 0..m-1 for the query at position q_pos to scores[m].
+class PositionBias {
+ public:
+  virtual ~PositionBias() = default;
+  virtual void add(int head, int q_pos, float* scores, int m) const = 0;
+};
+
+// ALiBi (Press et al. 2022): bias = −slope_h · (q_pos − k_pos); slopes are the geometric sequence
+// 2^(−8/n), 2^(−16/n), … for n heads (n a power of two), interleaved as in the paper otherwise.
+class AlibiBias : public PositionBias {
+ public:
+  explicit AlibiBias(int n_heads);
+  void add(int head, int q_pos, float* scores, int m) const override;
+  const std::vector<float>& slopes() const { return slopes_; }
+
+ private:
+  std::vector<float> slopes_;
+};
+
+// T5's bucket of a relative position (k_pos − q_pos): exact buckets for small distances, then
+// logarithmic up to max_distance; bidirectional splits the buckets between the two signs.
+int t5_relative_bucket(int relative_position, bool bidirectional, int num_buckets, int max_distance);
+
+// T5 relative attention bias: table[bucket][head] (the layout of T5's relative_attention_bias.weight).
+class T5RelativeBias : public PositionBias {
+ public:
+  T5RelativeBias(const float* table, int num_buckets, int n_heads, bool bidirectional, int max_distance);
+  void add(int head, int q_pos, float* scores, int m) const override;
+
+ private:
+  const float* table_;
+  int num_buckets_, n_heads_, max_distance_;
+  bool bidirectional_;
+};
+
+}  // namespace attnlens::nn

@@ -1,0 +1,331 @@
+// The seeds' worked examples recomputed exactly, properties of attention, the KV cache, bad input.
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "core/error.h"
+#include "nn/attention.h"
+#include "nn/kv_cache.h"
+#include "nn/layers.h"
+#include "nn/positions.h"
+#include "nn/recorder.h"
+#include "test_util.h"
+
+using namespace attnlens;
+using namespace attnlens::nn;
+using testutil::max_abs_diff;
+
+namespace {
+
+std::vector<float> randn(size_t n, uint32_t seed, float sd = 1.f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.f, sd);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+Linear make_linear(std::vector<std::vector<float>>& store, int out, int in, uint32_t seed, bool bias = true) {
+  store.push_back(randn(size_t(out) * in, seed, 1.f / std::sqrt(float(in))));
+  Linear l{Matrix{DType::F32, out, in, store.back().data()}, nullptr};
+  if (bias) {
+    store.push_back(randn(out, seed + 1000, 0.1f));
+    l.b = store.back().data();
+  }
+  return l;
+}
+
+// A random multi-head attention block with d_model split over n_heads (n_kv_heads for K/V).
+MultiHeadAttention random_mha(std::vector<std::vector<float>>& store, int d, int heads, int kv_heads, uint32_t seed) {
+  MultiHeadAttention a;
+  a.d_model = d;
+  a.shape = split_heads(d, heads, kv_heads);
+  a.q = make_linear(store, a.q_dim(), d, seed);
+  a.k = make_linear(store, a.kv_dim(), d, seed + 1);
+  a.v = make_linear(store, a.kv_dim(), d, seed + 2);
+  a.o = make_linear(store, d, a.q_dim(), seed + 3);
+  return a;
+}
+
+}  // namespace
+
+// ---- seed 001: "The cat sat" -----------------------------------------------------------------------
+TEST_CASE("seed 001 worked example: The cat sat", "[nn][seeds]") {
+  const float Q[] = {1, 0, 1, 0, /**/ 0, 1, 0, 1, /**/ 1, 1, 0, 0};
+  const float K[] = {1, 0, 0, 1, /**/ 0, 1, 1, 0, /**/ 1, 0, 1, 0};
+  const float V[] = {0.1f, 0.2f, 0.3f, 0.4f, /**/ 0.5f, 0.6f, 0.7f, 0.8f, /**/ 0.9f, 1.0f, 1.1f, 1.2f};
+
+  // Step 1: scores = Q·Kᵀ. The notes print row 1 as [1, 2, 0]; the arithmetic gives [1, 1, 0]
+  // (Q[1] = [0,1,0,1] · K[1] = [0,1,1,0] = 1), so that is what is checked.
+  const float expected_scores[3][3] = {{1, 1, 2}, {1, 1, 0}, {1, 1, 1}};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      float s = 0;
+      for (int d = 0; d < 4; ++d) s += Q[i * 4 + d] * K[j * 4 + d];
+      CHECK(s == expected_scores[i][j]);
+    }
+
+  float out[12], weights[9];
+  attention(Q, K, V, 3, 3, 4, AttentionMask{}, out, weights);
+
+  // Steps 2–3: softmax(scores / √4), computed exactly.
+  const double e = std::exp(0.5);  // e^(1/2 − 1/2·…) ratios: row 0 = [e^.5, e^.5, e^1]
+  const double r0[3] = {e / (2 * e + e * e), e / (2 * e + e * e), e * e / (2 * e + e * e)};
+  const double r1[3] = {e / (2 * e + 1), e / (2 * e + 1), 1 / (2 * e + 1)};
+  const double exact[3][3] = {{r0[0], r0[1], r0[2]}, {r1[0], r1[1], r1[2]}, {1 / 3., 1 / 3., 1 / 3.}};
+  const double quoted[3][3] = {{0.2741, 0.2741, 0.4519}, {0.3837, 0.3837, 0.2327}, {1 / 3., 1 / 3., 1 / 3.}};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      INFO("weight[" << i << "][" << j << "]");
+      CHECK(weights[i * 3 + j] == Approx(exact[i][j]).margin(1e-6));
+      CHECK(weights[i * 3 + j] == Approx(quoted[i][j]).margin(5e-5));
+    }
+  // Step 4: output = weights · V. Exact rows (the notes' 0.567… for row 0 comes from rounded weights).
+  const double expected_out[3][4] = {{0.5711, 0.6711, 0.7711, 0.8711},
+                                     {0.4396, 0.5396, 0.6396, 0.7396},
+                                     {0.5, 0.6, 0.7, 0.8}};
+  for (int i = 0; i < 3; ++i)
+    for (int d = 0; d < 4; ++d) {
+      double o = 0;
+      for (int j = 0; j < 3; ++j) o += exact[i][j] * V[j * 4 + d];
+      INFO("out[" << i << "][" << d << "]");
+      CHECK(out[i * 4 + d] == Approx(o).margin(1e-6));
+      CHECK(out[i * 4 + d] == Approx(expected_out[i][d]).margin(5e-5));
+    }
+}
+
+TEST_CASE("seed 000: sinusoidal table at d_model = 4", "[nn][seeds]") {
+  float pe0[4], pe1[4];
+  sinusoidal_encoding(0, 4, pe0);
+  sinusoidal_encoding(1, 4, pe1);
+  const float want0[4] = {0, 1, 0, 1};
+  for (int i = 0; i < 4; ++i) CHECK(pe0[i] == want0[i]);
+  // PE(1) = [sin 1, cos 1, sin 0.01, cos 0.01] ≈ [0.841, 0.540, 0.010, 1.000]
+  CHECK(pe1[0] == Approx(std::sin(1.0)).margin(1e-7));
+  CHECK(pe1[1] == Approx(std::cos(1.0)).margin(1e-7));
+  CHECK(pe1[2] == Approx(std::sin(0.01)).margin(1e-7));
+  CHECK(pe1[3] == Approx(std::cos(0.01)).margin(1e-7));
+  const float quoted[4] = {0.841f, 0.540f, 0.010f, 1.000f};
+  for (int i = 0; i < 4; ++i) CHECK(pe1[i] == Approx(quoted[i]).margin(5e-4));
+}
+
+TEST_CASE("seed 000: RoPE of [1, 0, 0.5, 0] at position 1", "[nn][seeds]") {
+  float x[4] = {1.f, 0.f, 0.5f, 0.f};
+  Rope(RopeStyle::Adjacent, 4).apply(x, 1, 1);
+  // Pair 0 rotates by 1 rad, pair 1 by 0.01 rad.
+  CHECK(x[0] == Approx(0.5403).margin(5e-5));
+  CHECK(x[1] == Approx(0.8415).margin(5e-5));
+  CHECK(x[2] == Approx(0.49998).margin(5e-6));
+  CHECK(x[3] == Approx(0.0050).margin(5e-5));
+  CHECK(x[2] == Approx(0.5 * std::cos(0.01)).margin(1e-7));
+  CHECK(x[3] == Approx(0.5 * std::sin(0.01)).margin(1e-7));
+  // The rotate-half convention pairs dims (0, 2) and (1, 3) instead.
+  float y[4] = {1.f, 0.f, 0.5f, 0.f};
+  Rope(RopeStyle::Half, 4).apply(y, 1, 1);
+  CHECK(y[0] == Approx(std::cos(1.0) - 0.5 * std::sin(1.0)).margin(1e-6));
+  CHECK(y[2] == Approx(std::sin(1.0) + 0.5 * std::cos(1.0)).margin(1e-6));
+}
+
+// ---- properties -------------------------------------------------------------------------------------
+TEST_CASE("causal attention: rows sum to 1, zeros above the diagonal", "[nn]") {
+  const int n = 9, heads = 3, hd = 5;
+  auto q = randn(n * heads * hd, 1), k = randn(n * heads * hd, 2), v = randn(n * heads * hd, 3);
+  std::vector<float> out(n * heads * hd), w(heads * n * n, -1.f);
+  AttentionMask mask;
+  mask.causal = true;
+  scaled_dot_product_attention(q.data(), heads * hd, k.data(), v.data(), heads * hd, n, n, {heads, heads, hd}, mask,
+                               out.data(), heads * hd, w.data());
+  for (int h = 0; h < heads; ++h)
+    for (int i = 0; i < n; ++i) {
+      double s = 0;
+      for (int j = 0; j < n; ++j) {
+        float x = w[(h * n + i) * n + j];
+        if (j > i) CHECK(x == 0.f);
+        else CHECK(x > 0.f);
+        s += x;
+      }
+      CHECK(s == Approx(1.0).epsilon(1e-6));
+    }
+  // Query 0 sees only key 0: its output is v_0 exactly.
+  for (int h = 0; h < heads; ++h)
+    for (int d = 0; d < hd; ++d) CHECK(out[h * hd + d] == Approx(v[h * hd + d]).margin(1e-6));
+}
+
+TEST_CASE("key padding: padded keys get zero weight; all-padded rows give zeros", "[nn]") {
+  const int n = 2, m = 5, d = 4;
+  auto q = randn(n * d, 4), k = randn(m * d, 5), v = randn(m * d, 6);
+  uint8_t pad[m] = {0, 1, 0, 0, 1};
+  std::vector<float> out(n * d), w(n * m);
+  AttentionMask mask;
+  mask.key_padding = pad;
+  scaled_dot_product_attention(q.data(), d, k.data(), v.data(), d, n, m, {1, 1, d}, mask, out.data(), d, w.data());
+  for (int i = 0; i < n; ++i) {
+    CHECK(w[i * m + 1] == 0.f);
+    CHECK(w[i * m + 4] == 0.f);
+    CHECK(w[i * m + 0] + w[i * m + 2] + w[i * m + 3] == Approx(1.0).epsilon(1e-6));
+  }
+  uint8_t all[m] = {1, 1, 1, 1, 1};
+  mask.key_padding = all;
+  scaled_dot_product_attention(q.data(), d, k.data(), v.data(), d, n, m, {1, 1, d}, mask, out.data(), d, w.data());
+  for (float x : out) CHECK(x == 0.f);
+  for (float x : w) CHECK(x == 0.f);
+}
+
+TEST_CASE("additive bias shifts the softmax as exp(bias)", "[nn]") {
+  // With equal scores, weights are softmax(bias).
+  const int m = 4, d = 2;
+  float q[d] = {0, 0}, k[m * d] = {}, v[m * d] = {1, 0, 0, 1, 2, 2, 3, -1};
+  float bias[m] = {0.f, std::log(2.f), std::log(3.f), -INFINITY};
+  float out[d], w[m];
+  AttentionMask mask;
+  mask.bias = bias;
+  attention(q, k, v, 1, m, d, mask, out, w);
+  CHECK(w[0] == Approx(1 / 6.));
+  CHECK(w[1] == Approx(2 / 6.));
+  CHECK(w[2] == Approx(3 / 6.));
+  CHECK(w[3] == 0.f);
+}
+
+TEST_CASE("RoPE: q·k depends only on the position difference", "[nn]") {
+  for (RopeStyle style : {RopeStyle::Adjacent, RopeStyle::Half}) {
+    Rope rope(style, 16);
+    auto q = randn(16, 7), k = randn(16, 8);
+    auto score = [&](int pq, int pk) {
+      std::vector<float> a = q, b = k;
+      rope.apply(a.data(), 1, pq);
+      rope.apply(b.data(), 1, pk);
+      return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
+    };
+    for (int delta : {0, 1, 3, 10}) {
+      const double s0 = score(delta, 0);
+      for (int p : {1, 5, 17, 100}) {
+        INFO("style " << int(style) << " delta " << delta << " p " << p);
+        CHECK(score(p + delta, p) == Approx(s0).margin(2e-4));
+      }
+    }
+    // and it does depend on the difference
+    CHECK(std::fabs(score(3, 0) - score(0, 0)) > 1e-3);
+  }
+}
+
+TEST_CASE("without positions, multi-head self-attention is permutation-equivariant", "[nn]") {
+  std::vector<std::vector<float>> store;
+  const int d = 12, n = 6;
+  MultiHeadAttention mha = random_mha(store, d, 3, 3, 11);
+  Arena arena;
+  auto x = randn(n * d, 12);
+  const int perm[n] = {3, 0, 5, 1, 4, 2};
+  std::vector<float> xp(n * d);
+  for (int i = 0; i < n; ++i)
+    for (int c = 0; c < d; ++c) xp[i * d + c] = x[perm[i] * d + c];
+  std::vector<float> y(n * d), yp(n * d), w(3 * n * n), wp(3 * n * n);
+  self_attention(mha, x.data(), n, 0, nullptr, 0, {}, y.data(), w.data(), nullptr, arena);
+  self_attention(mha, xp.data(), n, 0, nullptr, 0, {}, yp.data(), wp.data(), nullptr, arena);
+  for (int i = 0; i < n; ++i)
+    for (int c = 0; c < d; ++c) CHECK(yp[i * d + c] == Approx(y[perm[i] * d + c]).margin(1e-5));
+  for (int h = 0; h < 3; ++h)
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        CHECK(wp[(h * n + i) * n + j] == Approx(w[(h * n + perm[i]) * n + perm[j]]).margin(1e-6));
+}
+
+TEST_CASE("KV cache: prefill equals token-by-token decode, outputs and weights", "[nn]") {
+  std::vector<std::vector<float>> store;
+  const int d = 16, n = 7, heads = 4, kv_heads = 2;
+  EncoderLayer layer;
+  layer.self_attn = random_mha(store, d, heads, kv_heads, 21);
+  layer.ffn.up = make_linear(store, 24, d, 31);
+  layer.ffn.gate = make_linear(store, 24, d, 32);
+  layer.ffn.down = make_linear(store, d, 24, 33);
+  store.push_back(randn(d, 41, 0.1f));
+  for (auto& g : store.back()) g += 1.f;
+  layer.norm1 = layer.norm2 = Norm{NormKind::RMSNorm, d, store.back().data(), nullptr, 1e-5f};
+  layer.placement = NormPlacement::Pre;
+  check_encoder_layer(layer, "layer");
+  Rope rope(RopeStyle::Adjacent, d / heads);
+  SelfAttentionOptions opt;
+  opt.causal = true;
+  opt.rope = &rope;
+  Arena arena;
+
+  auto x = randn(n * d, 22);
+  std::vector<float> prefill = x;
+  KVCache cache_a(1, kv_heads, d / heads, 16);
+  std::vector<float> wa(heads * n * n);
+  encoder_layer(layer, prefill.data(), n, 0, &cache_a, 0, opt, wa.data(), nullptr, arena);
+  cache_a.advance(n);
+
+  KVCache cache_b(1, kv_heads, d / heads, 16);
+  for (int t = 0; t < n; ++t) {
+    std::vector<float> row(x.begin() + t * d, x.begin() + (t + 1) * d);
+    std::vector<float> wb(heads * (t + 1));
+    encoder_layer(layer, row.data(), 1, t, &cache_b, 0, opt, wb.data(), nullptr, arena);
+    cache_b.advance(1);
+    INFO("position " << t);
+    CHECK(max_abs_diff(row.data(), prefill.data() + t * d, d) <= 1e-5);
+    for (int h = 0; h < heads; ++h)
+      CHECK(max_abs_diff(wb.data() + h * (t + 1), wa.data() + (h * n + t) * n, t + 1) <= 1e-6);
+  }
+  CHECK(cache_b.length() == n);
+}
+
+TEST_CASE("KV cache reports its size and refuses to overflow", "[nn]") {
+  KVCache cache(6, 6, 48, 256);
+  CHECK(cache.bytes() == size_t(2) * 6 * 6 * 256 * 48 * 4);
+  cache.advance(250);
+  CHECK_THROWS_WITH(cache.advance(10),
+                    Catch::Contains("context overflow") && Catch::Contains("250") && Catch::Contains("256"));
+  CHECK(cache.length() == 250);  // nothing lost
+  cache.advance(6);
+  CHECK_THROWS_AS(cache.check_room(1), Error);
+  CHECK_THROWS_AS(KVCache(0, 1, 1, 1), Error);
+}
+
+TEST_CASE("attention recorder: selection and slots", "[nn]") {
+  AttentionRecorder rec;
+  rec.select({1}, {0, 2});
+  CHECK(rec.slot(AttentionKind::Self, 0, 4, 2, 3, 0) == nullptr);
+  float* s = rec.slot(AttentionKind::Self, 1, 4, 2, 3, 5);
+  REQUIRE(s != nullptr);
+  const unsigned char* mask = rec.head_mask(4);
+  REQUIRE(mask != nullptr);
+  CHECK((mask[0] == 1 && mask[1] == 0 && mask[2] == 1 && mask[3] == 0));
+  const AttentionRecord* r = rec.find(AttentionKind::Self, 1);
+  REQUIRE(r != nullptr);
+  CHECK(r->q_pos0 == 5);
+  CHECK(r->weights.size() == 4 * 2 * 3);
+}
+
+// ---- bad input --------------------------------------------------------------------------------------
+TEST_CASE("bad shapes and values give precise errors", "[nn][errors]") {
+  CHECK_THROWS_WITH(split_heads(10, 3, 3), Catch::Contains("d_model 10 is not divisible by the number of heads 3"));
+  CHECK_THROWS_WITH(split_heads(12, 4, 3), Catch::Contains("does not divide"));
+  std::vector<std::vector<float>> store;
+  MultiHeadAttention mha = random_mha(store, 8, 2, 2, 51);
+  mha.o = make_linear(store, 8, 6, 52);
+  CHECK_THROWS_WITH(check_attention(mha, "layer 0 attention"),
+                    Catch::Contains("layer 0 attention.o") && Catch::Contains("[8, 6], expected [8, 8]"));
+
+  float q[4] = {1, NAN, 0, 0}, k[4] = {0, 0, 0, 0}, out[4];
+  CHECK_THROWS_WITH(attention(q, k, k, 1, 1, 4, AttentionMask{}, out), Catch::Contains("NaN at index 1"));
+
+  MultiHeadAttention ok = random_mha(store, 8, 2, 2, 53);
+  Arena arena;
+  std::vector<float> x(16, 0.f), y(16);
+  x[9] = INFINITY;
+  CHECK_THROWS_WITH(self_attention(ok, x.data(), 2, 0, nullptr, 0, {}, y.data(), nullptr, nullptr, arena),
+                    Catch::Contains("self-attention input contains infinity at index 9"));
+
+  KVCache cache(1, 2, 4, 3);
+  x[9] = 0.f;
+  std::vector<float> big(4 * 8, 0.f), big_out(4 * 8);
+  CHECK_THROWS_WITH(self_attention(ok, big.data(), 4, 0, &cache, 0, {}, big_out.data(), nullptr, nullptr, arena),
+                    Catch::Contains("context overflow"));
+  AttentionMask causal;
+  causal.causal = true;
+  causal.q_pos0 = 3;
+  float o[4];
+  CHECK_THROWS_WITH(scaled_dot_product_attention(k, 4, k, k, 4, 1, 1, {1, 1, 4}, causal, o, 4),
+                    Catch::Contains("need 4 keys, got 1"));
+}
