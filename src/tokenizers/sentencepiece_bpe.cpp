@@ -154,8 +154,10 @@ void SentencePieceBpe::init_merges(const std::vector<std::pair<std::string, std:
   by_score_ = false;
 }
 
+// A character without a token: unk (fused with a preceding unk if fuse_unk), or dropped when there is
+// no unk token, as HF's BPE::merge_word does.
 void SentencePieceBpe::push_unknown(std::vector<int>& out) const {
-  AL_CHECK(unk_id() >= 0, "sentencepiece tokenizer: a character is missing from the vocabulary and there is no unk token");
+  if (unk_id() < 0) return;
   if (!(fuse_unk_ && !out.empty() && out.back() == unk_id())) out.push_back(unk_id());
 }
 

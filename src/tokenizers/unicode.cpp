@@ -54,10 +54,12 @@ bool is_bert_punctuation(char32_t cp) {
 }
 
 bool is_cjk_ideograph(char32_t cp) {
-  // BERT's _is_chinese_char: the CJK Unified Ideographs blocks (not Hiragana, Katakana, Hangul).
+  // HF tokenizers' is_chinese_char (BERT's _is_chinese_char): the CJK Unified Ideographs blocks, not
+  // Hiragana, Katakana or Hangul. HF starts its fifth range at 0x2B920 where BERT has 0x2B820; the
+  // tokenizer.json path follows HF.
   return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
          (cp >= 0x20000 && cp <= 0x2A6DF) || (cp >= 0x2A700 && cp <= 0x2B73F) ||
-         (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B820 && cp <= 0x2CEAF) ||
+         (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B920 && cp <= 0x2CEAF) ||
          (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
