@@ -356,6 +356,10 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(std::string_view tokenizer_json) {
     return build(root);
   } catch (const json::exception& e) {  // a shape the checks above did not anticipate
     bad(e.what());
+  } catch (const Error& e) {  // from a tokenizer kind's own checks: say which file it was
+    const std::string what = e.what();
+    if (what.rfind("tokenizer.json: ", 0) == 0) throw;
+    bad(what);
   }
 }
 
