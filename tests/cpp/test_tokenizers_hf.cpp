@@ -1,0 +1,198 @@
+// HF tokenizer.json: the Llama-style BPE with byte_fallback (tests/fixtures/tokenizers/
+// llama_bpe_tokenizer.json, ids worked out by hand), and every kind of bad tokenizer.json.
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "core/error.h"
+#include "tokenizers/tokenizer.h"
+
+using attnlens::Error;
+using attnlens::Tokenizer;
+using json = nlohmann::json;
+using Ids = std::vector<int>;
+
+namespace {
+
+const std::string kLlamaJson = "tokenizers/llama_bpe_tokenizer.json";
+
+json llama_json() { return json::parse(testutil::read_text(testutil::fixture_path(kLlamaJson))); }
+
+// The fixture's ids: 0 <unk>, 1 <s>, 2 </s>, 3 + b = <0xbb>, then these pieces from 259 on.
+int byte_id(int b) { return 3 + b; }
+enum : int {
+  SP = 259, t, h, e, c, a, s, o, n, l, H, COMMA, DOT, BANG, E_ACUTE, x, y, z,
+  SP_t, he, SP_the, at, SP_c, SP_cat, SP_s, SP_sat, on, SP_on, ll, ell, SP_H, SP_Hell, SP_Hello, yz, xy, SP_SP, SP_x,
+  SP_e_acute
+};
+
+}  // namespace
+
+TEST_CASE("HF Llama BPE with byte fallback: hand-computed ids", "[hf][llama]") {
+  auto tok = attnlens::load_hf_tokenizer(testutil::read_text(testutil::fixture_path(kLlamaJson)));
+  CHECK(tok->kind() == "sentencepiece-bpe");
+  CHECK(tok->vocab_size() == 297);
+  CHECK(tok->bos_id() == 1);
+  CHECK(tok->eos_id() == 2);
+  CHECK(tok->unk_id() == 0);
+  CHECK(tok->token_id("\xE2\x96\x81" "Hello") == SP_Hello);
+
+  // "▁Hello,▁the▁cat▁sat▁on▁the▁mat." merged by rank: ▁t(0) he(1) ▁the(2) at(3) ▁c(4) ▁cat(5) ▁s(6)
+  // ▁sat(7) on(8) ▁on(9) ll(10) ell(11) ▁H(12) ▁Hell(13) ▁Hello(14); "m" is not in the vocabulary:
+  // <0x6D>, which merges with nothing, so "▁mat" is ▁ <0x6D> at.
+  const Ids hello = {1, SP_Hello, COMMA, SP_the, SP_cat, SP_sat, SP_on, SP_the, SP, byte_id('m'), at, DOT};
+  CHECK(tok->encode("Hello, the cat sat on the mat.") == hello);
+  CHECK(tok->decode(hello) == "Hello, the cat sat on the mat.");
+  // Rank beats position: in "▁axyz", "y z" (rank 15) merges before "x y" (rank 16).
+  CHECK(tok->encode("axyz") == Ids{1, SP, a, x, yz});
+  CHECK(tok->encode("xyz") == Ids{1, SP_x, yz});
+  // Two leading spaces: "▁▁▁the" -> ▁ ▁ ▁t h e -> ... -> ▁▁ ▁the; decode drops only the dummy prefix.
+  CHECK(tok->encode("  the") == Ids{1, SP_SP, SP_the});
+  CHECK(tok->decode({1, SP_SP, SP_the}) == "  the");
+  // Byte fallback: "f" -> <0x66>, "中" -> <0xE4><0xB8><0xAD>; "é" is a piece.
+  const Ids cafe = {1, SP_c, a, byte_id(0x66), E_ACUTE, SP, byte_id(0xE4), byte_id(0xB8), byte_id(0xAD)};
+  CHECK(tok->encode("caf\xC3\xA9 \xE4\xB8\xAD") == cafe);
+  CHECK(tok->decode(cafe) == "caf\xC3\xA9 \xE4\xB8\xAD");
+  CHECK(tok->encode("\xC3\xA9") == Ids{1, SP_e_acute});
+  CHECK(tok->encode("\n") == Ids{1, SP, byte_id('\n')});
+  CHECK(tok->decode({1, SP, byte_id('\n')}) == "\n");
+  // Added tokens are matched first; the Prepend normalizer then applies to each stretch of text.
+  CHECK(tok->encode("<s>the") == Ids{1, 1, SP_the});
+  CHECK(tok->encode("the</s>", false) == Ids{SP_the, 2});
+  CHECK(tok->encode("") == Ids{1});
+  CHECK(tok->encode("the", false) == Ids{SP_the});
+  CHECK(tok->decode({SP_the}) == "the");
+
+  // Pieces and bytes.
+  CHECK(tok->piece(SP_the) == " the");
+  CHECK(tok->token_bytes(SP_the) == " the");
+  CHECK(tok->piece(byte_id(0xE4)) == "<0xE4>");
+  CHECK(tok->token_bytes(byte_id(0xE4)) == "\xE4");
+  CHECK(tok->piece(byte_id('\n')) == "\\n");
+  CHECK(tok->piece(1) == "<s>");
+  CHECK(tok->token_bytes(1).empty());
+  CHECK(tok->decode({1, byte_id(0xE4), byte_id(0xB8)}) == "\xEF\xBF\xBD");  // incomplete character
+  CHECK_THROWS_WITH(tok->token_bytes(297), Catch::Contains("297") && Catch::Contains("vocabulary size 297"));
+}
+
+TEST_CASE("HF Llama BPE: Metaspace pre-tokenizer variant and options", "[hf][llama]") {
+  json j = llama_json();
+  j["normalizer"] = nullptr;
+  j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "first"}, {"split", false}};
+  auto tok = attnlens::load_hf_tokenizer(j.dump());
+  CHECK(tok->encode("Hello, the cat") == Ids{1, SP_Hello, COMMA, SP_the, SP_cat});
+  // "first": the stretch after an added token gets no "▁": "the" -> t he.
+  CHECK(tok->encode("<s>the") == Ids{1, 1, t, he});
+  // Without byte_fallback, missing characters become <unk>, fused (fuse_unk true).
+  j["model"]["byte_fallback"] = false;
+  auto no_bytes = attnlens::load_hf_tokenizer(j.dump());
+  CHECK(no_bytes->encode("mm the") == Ids{1, SP, 0, SP_the});
+  j["model"]["fuse_unk"] = false;
+  CHECK(attnlens::load_hf_tokenizer(j.dump())->encode("mm the") == Ids{1, SP, 0, 0, SP_the});
+  // Merges as [a, b] pairs.
+  json pairs = llama_json();
+  json list = json::array();
+  for (const auto& m : pairs["model"]["merges"]) {
+    const std::string s = m.get<std::string>();
+    list.push_back({s.substr(0, s.find(' ')), s.substr(s.find(' ') + 1)});
+  }
+  pairs["model"]["merges"] = list;
+  CHECK(attnlens::load_hf_tokenizer(pairs.dump())->encode("Hello, the cat sat on the mat.") ==
+        attnlens::load_hf_tokenizer(llama_json().dump())->encode("Hello, the cat sat on the mat."));
+}
+
+TEST_CASE("malformed tokenizer.json throws attnlens::Error", "[hf][errors]") {
+  const auto throws = [](const std::string& text, const std::string& part) {
+    INFO("tokenizer.json: " << text.substr(0, 200));
+    CHECK_THROWS_AS(attnlens::load_hf_tokenizer(text), Error);
+    CHECK_THROWS_WITH(attnlens::load_hf_tokenizer(text), Catch::Contains("tokenizer.json") && Catch::Contains(part));
+  };
+  throws("", "invalid JSON");
+  throws("{", "invalid JSON");
+  throws("{\"model\": {\"type\": \"BPE\"", "invalid JSON");
+  throws("{\"model\": \"\xFF\"}", "invalid JSON");  // ill-formed UTF-8 inside a string
+  throws("[1, 2]", "top level");
+  throws("{}", "model is missing");
+  throws("{\"model\": 3}", "must be an object");
+  throws("{\"model\": {}}", "model.type is missing");
+
+  json j = llama_json();
+  j["model"]["type"] = "Unigram";
+  throws(j.dump(), "unsupported model type \"Unigram\"");
+  j = llama_json();
+  j["model"]["vocab"] = json::array();
+  throws(j.dump(), "model.vocab must be an object");
+  j = llama_json();
+  j["model"]["vocab"]["oops"] = -5;
+  throws(j.dump(), "model.vocab[\"oops\"]");
+  j = llama_json();
+  j["model"]["vocab"]["oops"] = "seven";
+  throws(j.dump(), "model.vocab[\"oops\"]");
+  j = llama_json();
+  j["model"]["vocab"]["dup"] = 5;
+  throws(j.dump(), "gives id 5 to both");
+  j = llama_json();
+  j["model"]["merges"][3] = "a t x";
+  throws(j.dump(), "model.merges[3]");
+  j = llama_json();
+  j["model"]["merges"][3] = 42;
+  throws(j.dump(), "model.merges[3]");
+  j = llama_json();
+  j["model"]["merges"].push_back("q r");
+  throws(j.dump(), "missing from the vocabulary");
+  j = llama_json();
+  j["model"]["dropout"] = 0.1;
+  throws(j.dump(), "dropout");
+  j = llama_json();
+  j["added_tokens"][1]["id"] = 100;  // "<s>" at the id of <0x61>
+  throws(j.dump(), "added token \"<s>\" has id 100");
+  j = llama_json();
+  j["added_tokens"] = "none";
+  throws(j.dump(), "added_tokens must be an array");
+  j = llama_json();
+  j["post_processor"] = {{"type", "Mystery"}};
+  throws(j.dump(), "unsupported post_processor type \"Mystery\"");
+  j = llama_json();
+  j["post_processor"]["special_tokens"] = json::object();
+  throws(j.dump(), "special_tokens has no ids for \"<s>\"");
+  j = llama_json();
+  j["post_processor"]["special_tokens"]["<s>"]["ids"] = {9999};
+  throws(j.dump(), "post-processor id 9999");
+  j = llama_json();
+  j["normalizer"]["normalizers"].push_back({{"type", "NFKC"}});
+  throws(j.dump(), "unsupported normalizer");
+  j = llama_json();
+  j["normalizer"] = nullptr;
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}};
+  throws(j.dump(), "pre_tokenizer \"Split\"");
+  j = llama_json();
+  j["normalizer"] = nullptr;
+  j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"split", true}};
+  throws(j.dump(), "Metaspace with split true");
+  j = llama_json();
+  j["pre_tokenizer"] = {{"type", "ByteLevel"}};
+  throws(j.dump(), "unsupported normalizer \"Sequence\" for a byte-level BPE");
+  json wp = {{"model", {{"type", "WordPiece"}, {"vocab", {{"[UNK]", 0}, {"a", 1}}}}},
+             {"pre_tokenizer", {{"type", "Whitespace"}}}};
+  throws(wp.dump(), "unsupported pre_tokenizer \"Whitespace\" for WordPiece");
+  wp["pre_tokenizer"] = {{"type", "BertPreTokenizer"}};
+  wp["model"]["vocab"] = {{"a", 0}};
+  throws(wp.dump(), "unk_token \"[UNK]\" is not in the vocabulary");
+  wp["model"]["vocab"] = {{"[UNK]", 0}, {"a", 1}};
+  wp["model"]["max_input_chars_per_word"] = "many";
+  throws(wp.dump(), "max_input_chars_per_word");
+  wp["model"]["max_input_chars_per_word"] = 100;
+  wp["normalizer"] = {{"type", "Lowercase"}};
+  throws(wp.dump(), "unsupported normalizer \"Lowercase\" for WordPiece");
+}
+
+TEST_CASE("every truncation of a tokenizer.json throws attnlens::Error, never crashes", "[hf][errors]") {
+  const std::string text = json::parse(testutil::read_text(testutil::fixture_path(kLlamaJson))).dump();
+  REQUIRE(attnlens::load_hf_tokenizer(text)->vocab_size() == 297);
+  size_t checked = 0;
+  for (size_t len = 0; len < text.size(); len += (len < 400 ? 1 : 13)) {
+    INFO("truncated to " << len << " bytes");
+    CHECK_THROWS_AS(attnlens::load_hf_tokenizer(std::string_view(text).substr(0, len)), Error);
+    ++checked;
+  }
+  CHECK(checked > 700);
+}
