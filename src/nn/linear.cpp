@@ -20,6 +20,13 @@ void linear(const Linear& l, const float* x, int n, float* y) {
   }
 }
 
+Matrix row_block(const Matrix& m, int first, int count) {
+  AL_CHECK(first >= 0 && count >= 0 && first + count <= m.rows, "rows ", first, "..", first + count, " of a matrix with ",
+           m.rows, " rows");
+  const size_t row_bytes = dtype_bytes(m.dtype, size_t(m.cols));
+  return Matrix{m.dtype, count, m.cols, static_cast<const uint8_t*>(m.data) + row_bytes * first};
+}
+
 void embedding_row(const Matrix& table, int index, float* out) {
   AL_CHECK(index >= 0 && index < table.rows, "token id ", index, " is out of range [0, ", table.rows, ")");
   if (table.dtype == DType::Q8_0) {

@@ -18,6 +18,9 @@ struct Matrix {
   size_t bytes() const { return dtype_bytes(dtype, size_t(rows) * cols); }
 };
 
+// Rows [first, first + count) of m, as a matrix of its own (a view; works for q8_0 too).
+Matrix row_block(const Matrix& m, int first, int count);
+
 // y = x·Wᵀ + b with W [out, in].
 struct Linear {
   Matrix w;

@@ -20,7 +20,6 @@ void check_attention(const MultiHeadAttention& a, const std::string& what) {
            ": ", a.shape.n_heads, " heads are not a multiple of ", a.shape.n_kv_heads, " key/value heads");
   if (a.fused()) {
     check_linear(a.qkv, a.d_model, a.q_dim() + 2 * a.kv_dim(), what + ".qkv");
-    AL_CHECK(a.qkv.w.dtype == DType::F32, what, ".qkv: a fused projection must be f32");
   } else {
     check_linear(a.q, a.d_model, a.q_dim(), what + ".q");
     check_linear(a.k, a.d_model, a.kv_dim(), what + ".k");
@@ -111,9 +110,8 @@ void project_memory(const MultiHeadAttention& a, const float* memory, int m, Cro
   }
   // Fused [Q; K; V]: use the K and V row blocks of the matrix as their own linear layers.
   const int qd = a.q_dim();
-  const float* w = static_cast<const float*>(a.qkv.w.data);
-  Linear lk{Matrix{DType::F32, kd, a.d_model, w + size_t(qd) * a.d_model}, a.qkv.b ? a.qkv.b + qd : nullptr};
-  Linear lv{Matrix{DType::F32, kd, a.d_model, w + size_t(qd + kd) * a.d_model}, a.qkv.b ? a.qkv.b + qd + kd : nullptr};
+  Linear lk{row_block(a.qkv.w, qd, kd), a.qkv.b ? a.qkv.b + qd : nullptr};
+  Linear lv{row_block(a.qkv.w, qd + kd, kd), a.qkv.b ? a.qkv.b + qd + kd : nullptr};
   linear(lk, memory, m, out.k.data());
   linear(lv, memory, m, out.v.data());
 }
@@ -127,9 +125,7 @@ void cross_attention(const MultiHeadAttention& a, const float* x, int n, const C
   AL_CHECK(memory.k.size() == size_t(memory.m) * a.kv_dim(), "cross-attention: memory was projected for another shape");
   float* q = arena.alloc(size_t(n) * qd);
   if (a.fused()) {
-    const float* w = static_cast<const float*>(a.qkv.w.data);
-    Linear lq{Matrix{DType::F32, qd, a.d_model, w}, a.qkv.b};
-    linear(lq, x, n, q);
+    linear(Linear{row_block(a.qkv.w, 0, qd), a.qkv.b}, x, n, q);
   } else {
     linear(a.q, x, n, q);
   }

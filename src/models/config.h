@@ -1,0 +1,31 @@
+// Reading hyper-parameters from config.json / GGUF metadata with errors that name the file and key.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace attnlens::models {
+
+class ConfigReader {
+ public:
+  ConfigReader(const nlohmann::json& j, std::string source) : j_(j), source_(std::move(source)) {}
+
+  bool has(const std::string& key) const { return j_.is_object() && j_.contains(key) && !j_.at(key).is_null(); }
+  // A positive integer (≤ limit); errors name the key, the value and the file.
+  int positive_int(const std::string& key, int limit = 1 << 24) const;
+  int positive_int(const std::string& key, int fallback, int limit) const;  // fallback when absent
+  double number(const std::string& key) const;
+  double number(const std::string& key, double fallback) const;
+  bool boolean(const std::string& key, bool fallback) const;
+  std::string string(const std::string& key) const;
+  std::string string(const std::string& key, const std::string& fallback) const;
+  const nlohmann::json& json() const { return j_; }
+  const std::string& source() const { return source_; }
+
+ private:
+  const nlohmann::json& get(const std::string& key) const;
+  const nlohmann::json& j_;
+  std::string source_;
+};
+
+}  // namespace attnlens::models

@@ -1,0 +1,94 @@
+// What every architecture offers the runtime, the bindings and generation.
+//
+//   decoder-only (Llama, GPT-2):      decode(tokens) → next-token logits, KV cache in the Session
+//   encoder-only (BERT):              encode(tokens) → hidden states (and masked-LM logits if present)
+//   encoder–decoder (our seq2seq):    encode(source) once, then decode(target tokens) with cross-attention
+//
+// A Model holds weights only and is never modified by running it; everything that changes while a
+// sequence is processed (KV cache, encoder memory, scratch, position) lives in a Session, so several
+// sessions can run on one model.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/arena.h"
+#include "nn/kv_cache.h"
+#include "nn/multi_head_attention.h"
+#include "nn/recorder.h"
+
+namespace attnlens::models {
+
+enum class ModelKind { DecoderOnly, EncoderOnly, EncoderDecoder };
+const char* model_kind_name(ModelKind k);  // "decoder-only", "encoder-only", "encoder-decoder"
+
+struct ModelInfo {
+  std::string architecture;  // "llama", "gpt2", "bert", "seq2seq"
+  ModelKind kind = ModelKind::DecoderOnly;
+  int64_t n_params = 0;
+  int d_model = 0;
+  int n_layers = 0;          // decoder layers (encoder layers for encoder-only models)
+  int n_encoder_layers = 0;  // encoder–decoder models
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  int d_ff = 0;
+  int vocab_size = 0;
+  int context_length = 0;
+  std::string positions;      // "rope", "learned", "sinusoidal"
+  std::string weight_dtype;   // "f32", "q8_0", "mixed"
+  size_t weight_bytes = 0;    // bytes of weights the kernels read
+};
+
+// Per-sequence state.
+class Session {
+ public:
+  Session(int n_layers, int n_kv_heads, int head_dim, int capacity) : cache(n_layers, n_kv_heads, head_dim, capacity) {}
+  virtual ~Session() = default;
+
+  int position() const { return cache.length(); }  // decoder tokens processed so far
+  void reset() {
+    cache.reset();
+    memory.clear();
+    memory_length = 0;
+  }
+
+  nn::KVCache cache;
+  std::vector<nn::CrossMemory> memory;  // encoder–decoder: per decoder layer, the projected encoder output
+  int memory_length = 0;                // source tokens encoded
+  nn::Arena arena;
+  nn::AttentionRecorder* recorder = nullptr;  // set to receive attention weights; null = none
+  std::vector<float> logits;                  // the last decode()'s output
+  std::vector<float> hidden;                  // the last encode()'s output [n, d_model]
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelInfo& info() const = 0;
+  ModelKind kind() const { return info().kind; }
+
+  // A session able to hold `capacity` decoder positions (0 = the model's context length).
+  virtual std::unique_ptr<Session> new_session(int capacity = 0) const;
+
+  // Decoder: feeds tokens[0..n) at positions session.position()… (prefill when n > 1), appends them
+  // to the KV cache and returns the logits: of the last token ([vocab]), or of every token ([n][vocab])
+  // when all_logits. Valid until the next call on this session.
+  virtual const float* decode(Session& s, const int* tokens, int n, bool all_logits = false) const;
+
+  // Encoder: runs the encoder over tokens[0..n). Encoder–decoder models keep the result in the
+  // session as the decoder's memory (and reset the decoder); encoder-only models return the hidden
+  // states [n][d_model]. token_types: BERT's segment ids (null = all 0).
+  virtual const float* encode(Session& s, const int* tokens, int n, const int* token_types = nullptr) const;
+
+  // Encoder-only models with a masked-LM head: logits [n][vocab] of the last encode(); else error.
+  virtual const float* mlm_logits(Session& s) const;
+  virtual bool has_mlm_head() const { return false; }
+
+ protected:
+  // Checks ids and sizes shared by every architecture; throws attnlens::Error.
+  void check_tokens(const int* tokens, int n, const char* what) const;
+};
+
+}  // namespace attnlens::models

@@ -1,0 +1,33 @@
+#include "models/registry.h"
+
+#include "core/error.h"
+#include "models/config.h"
+
+namespace attnlens::models {
+
+std::unique_ptr<Model> build_from_gguf(const nlohmann::json& meta, const TensorMap& tensors, const BuildOptions& o) {
+  const std::string arch = ConfigReader(meta, o.source).string("general.architecture");
+  if (arch == "llama") return build_llama_gguf(meta, tensors, o);
+  if (arch == "gpt2") return build_gpt2_gguf(meta, tensors, o);
+  fail(o.source, ": unsupported architecture \"", arch, "\" (supported in GGUF: llama, gpt2)");
+}
+
+std::unique_ptr<Model> build_from_hf_config(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o) {
+  AL_CHECK(config.is_object(), o.source, ": config.json must be a JSON object");
+  ConfigReader r(config, o.source);
+  std::string arch;
+  if (r.has("architectures") && config.at("architectures").is_array() && !config.at("architectures").empty() &&
+      config.at("architectures")[0].is_string())
+    arch = config.at("architectures")[0].get<std::string>();
+  const std::string type = r.string("model_type", "");
+  if (arch == "LlamaForCausalLM" || (arch.empty() && type == "llama")) return build_llama_hf(config, tensors, o);
+  if (arch == "GPT2LMHeadModel" || arch == "GPT2Model" || (arch.empty() && type == "gpt2"))
+    return build_gpt2_hf(config, tensors, o);
+  if (arch == "BertModel" || arch == "BertForMaskedLM" || arch == "BertForPreTraining" || (arch.empty() && type == "bert"))
+    return build_bert_hf(config, tensors, o);
+  if (arch == "AttnLensSeq2Seq" || type == "attnlens-seq2seq") return build_seq2seq_hf(config, tensors, o);
+  fail(o.source, ": unsupported architecture \"", arch.empty() ? type : arch,
+       "\" (supported: LlamaForCausalLM, GPT2LMHeadModel, BertModel, BertForMaskedLM, AttnLensSeq2Seq)");
+}
+
+}  // namespace attnlens::models

@@ -1,0 +1,97 @@
+#include "models/weights.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/kernels.h"
+
+namespace attnlens::models {
+
+float* Weights::own(size_t floats) {
+  storage_.f32.push_back(alloc_floats(floats));
+  storage_.bytes += floats * sizeof(float);
+  return storage_.f32.back().get();
+}
+
+const float* Weights::as_f32(const TensorView& t) {
+  const size_t n = size_t(t.numel());
+  if (t.dtype == DType::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0)
+    return reinterpret_cast<const float*>(t.data);
+  float* out = own(n);
+  switch (t.dtype) {
+    case DType::F32: std::memcpy(out, t.data, n * sizeof(float)); break;
+    case DType::F16:
+    case DType::BF16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, t.data + 2 * i, 2);
+        out[i] = t.dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
+      break;
+    case DType::Q8_0: {
+      const int64_t cols = t.dim(-1);
+      for (int64_t r = 0; r < int64_t(n) / cols; ++r)
+        kernels::dequantize_row_q8_0(t.data + size_t(r) * dtype_bytes(DType::Q8_0, cols), out + r * cols, int(cols));
+      break;
+    }
+  }
+  return out;
+}
+
+const float* Weights::vector(const std::string& name, int64_t n) {
+  const TensorView& t = tensors_.get(name);
+  AL_CHECK(t.numel() == n && (t.shape.size() == 1 || (t.shape.size() == 2 && t.shape[0] == 1)), tensors_.context,
+           tensors_.context.empty() ? "" : ": ", "tensor ", name, " has shape ", t.shape_str(), ", expected [", n, "]");
+  count(n, size_t(n) * sizeof(float));
+  return as_f32(t);
+}
+
+nn::Matrix Weights::quantized_or_f32(const std::string& name, const float* f, int64_t rows, int64_t cols) {
+  if (format_ != WeightFormat::Q8_0 || cols % kQ8BlockSize != 0) return nn::Matrix{DType::F32, int(rows), int(cols), f};
+  auto it = quantized_.find(name);
+  if (it != quantized_.end()) return it->second;
+  const size_t row_bytes = dtype_bytes(DType::Q8_0, size_t(cols));
+  storage_.q8.emplace_back(row_bytes * size_t(rows));
+  uint8_t* q = storage_.q8.back().data();
+  for (int64_t r = 0; r < rows; ++r) kernels::quantize_row_q8_0(f + r * cols, q + r * row_bytes, int(cols));
+  storage_.bytes += storage_.q8.back().size();
+  return quantized_[name] = nn::Matrix{DType::Q8_0, int(rows), int(cols), q};
+}
+
+nn::Matrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols, bool tied) {
+  const TensorView& t = tensors_.get(name, {rows, cols});
+  nn::Matrix m = t.dtype == DType::Q8_0 ? nn::Matrix{DType::Q8_0, int(rows), int(cols), t.data}
+                                        : quantized_or_f32(name, as_f32(t), rows, cols);
+  count(tied ? 0 : rows * cols, m.bytes());
+  return m;
+}
+
+nn::Matrix Weights::matrix_transposed(const std::string& name, int64_t rows, int64_t cols) {
+  const TensorView& t = tensors_.get(name, {cols, rows});
+  AL_CHECK(t.dtype != DType::Q8_0, tensors_.context, ": tensor ", name, " is q8_0 but stored transposed [in, out]; ",
+           "q8_0 blocks must run along the input dimension");
+  const float* src = as_f32(t);  // [cols, rows]
+  float* dst = own(size_t(rows) * cols);
+  for (int64_t i = 0; i < cols; ++i)
+    for (int64_t j = 0; j < rows; ++j) dst[j * cols + i] = src[i * rows + j];
+  nn::Matrix m = quantized_or_f32(name + ".T", dst, rows, cols);
+  count(rows * cols, m.bytes());
+  return m;
+}
+
+nn::Matrix Weights::table(const std::string& name, int64_t rows, int64_t cols) {
+  const TensorView& t = tensors_.get(name, {rows, cols});
+  // Only the looked-up rows are read: count the parameters, not the bytes.
+  count(rows * cols, 0);
+  if (t.dtype == DType::Q8_0) return nn::Matrix{DType::Q8_0, int(rows), int(cols), t.data};
+  return quantized_or_f32(name, as_f32(t), rows, cols);
+}
+
+nn::Linear Weights::linear(const std::string& weight, const std::string& bias, int64_t out, int64_t in) {
+  nn::Linear l;
+  l.w = matrix(weight, out, in);
+  if (!bias.empty()) l.b = vector(bias, out);
+  return l;
+}
+
+}  // namespace attnlens::models

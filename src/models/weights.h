@@ -1,0 +1,68 @@
+// Turns a file's TensorViews into what the nn layer reads: f32 vectors and f32 / q8_0 matrices.
+// Views are used as they are when possible (f32 and q8_0 tensors, suitably aligned); f16 and bf16
+// tensors are widened to f32 once, at load, into buffers this object owns; Conv1D weights (GPT-2's
+// [in, out]) are transposed once. On request, f32 matrices are quantized to q8_0 at load.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "nn/linear.h"
+
+namespace attnlens::models {
+
+enum class WeightFormat {
+  AsStored,  // keep f32 / q8_0 as in the file (f16/bf16 → f32)
+  Q8_0,      // quantize matrices whose input size is a multiple of 32 to q8_0 at load
+};
+
+// The converted copies a model keeps for its lifetime.
+struct WeightStorage {
+  std::vector<FloatBuffer> f32;
+  std::vector<std::vector<uint8_t>> q8;
+  size_t bytes = 0;
+};
+
+class Weights {
+ public:
+  Weights(const TensorMap& tensors, WeightFormat format) : tensors_(tensors), format_(format) {}
+
+  bool has(const std::string& name) const { return tensors_.has(name); }
+  // A vector [n] as f32.
+  const float* vector(const std::string& name, int64_t n);
+  // A matrix [rows, cols] (stored that way) for linear layers (f32 or q8_0 per WeightFormat).
+  // tied: the tensor is also used elsewhere (a tied output projection): its parameters are not
+  // counted again.
+  nn::Matrix matrix(const std::string& name, int64_t rows, int64_t cols, bool tied = false);
+  // A matrix stored transposed, [cols, rows] (HF Conv1D: [in, out]), returned as [rows, cols].
+  nn::Matrix matrix_transposed(const std::string& name, int64_t rows, int64_t cols);
+  // An embedding table [rows, cols] (rows are looked up one by one): as stored when f32 or q8_0,
+  // quantized like the matrices under WeightFormat::Q8_0.
+  nn::Matrix table(const std::string& name, int64_t rows, int64_t cols);
+  nn::Linear linear(const std::string& weight, const std::string& bias, int64_t out, int64_t in);
+
+  const TensorMap& tensors() const { return tensors_; }
+  // Totals over everything handed out so far: parameters, and bytes the kernels will read.
+  int64_t params() const { return params_; }
+  size_t bytes_read() const { return bytes_read_; }
+  // The converted copies; the model keeps them, the Weights object (and its TensorMap) can go.
+  WeightStorage release() { return std::move(storage_); }
+
+ private:
+  const float* as_f32(const TensorView& t);  // a view when f32 and aligned, else a converted copy
+  float* own(size_t floats);
+  nn::Matrix quantized_or_f32(const std::string& name, const float* f, int64_t rows, int64_t cols);
+  void count(int64_t params, size_t bytes) {
+    params_ += params;
+    bytes_read_ += bytes;
+  }
+  const TensorMap& tensors_;
+  WeightFormat format_;
+  WeightStorage storage_;
+  std::map<std::string, nn::Matrix> quantized_;  // by tensor name: a tied tensor is quantized once
+  int64_t params_ = 0;
+  size_t bytes_read_ = 0;
+};
+
+}  // namespace attnlens::models
