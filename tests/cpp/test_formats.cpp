@@ -1,5 +1,6 @@
 // File-format readers: llama2.c, GGUF, safetensors (+ sharded), detect_file_kind, and bad input.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -79,6 +80,42 @@ void check_truncations(const std::vector<uint8_t>& full, const std::string& name
   INFO(name << ": " << lengths.size() << " truncations, first problem: " << first);
   CHECK(bad == 0);
   CHECK(lengths.size() > 0);
+}
+
+// Overwrites each byte of `full` (or of its first `first_bytes`) in turn with 0x00, 0xff, 0x80 and byte+1, in an exactly-sized heap copy.
+// Each read must either succeed with every view inside the buffer or throw attnlens::Error naming the file.
+template <class Read>
+void check_byte_corruptions(const std::vector<uint8_t>& full, const std::string& name, Read read,
+                            size_t first_bytes = SIZE_MAX) {
+  size_t bad = 0, threw = 0, reads = 0;
+  std::string first;
+  for (size_t i = 0; i < full.size() && i < first_bytes; ++i) {
+    for (int variant = 0; variant < 4; ++variant) {
+      const uint8_t v = variant == 0 ? 0x00 : variant == 1 ? 0xff : variant == 2 ? 0x80 : uint8_t(full[i] + 1);
+      if (v == full[i]) continue;
+      std::unique_ptr<uint8_t[]> copy(new uint8_t[full.size()]);
+      std::memcpy(copy.get(), full.data(), full.size());
+      copy[i] = v;
+      Bytes b{copy.get(), full.size(), name};
+      std::string problem;
+      ++reads;
+      try {
+        const TensorMap m = read(b);
+        for (const auto& kv : m.all())
+          if (kv.second.data < b.data || kv.second.nbytes > size_t(b.data + b.size - kv.second.data))
+            problem = "tensor " + kv.first + " outside the buffer";
+      } catch (const attnlens::Error& e) {
+        ++threw;
+        if (std::string(e.what()).rfind(name + ": ", 0) != 0) problem = std::string("message without the file name: ") + e.what();
+      } catch (const std::exception& e) {
+        problem = std::string("non-attnlens exception: ") + e.what();
+      }
+      if (!problem.empty() && bad++ == 0) first = "byte " + std::to_string(i) + " = " + std::to_string(v) + ": " + problem;
+    }
+  }
+  INFO(name << ": " << reads << " corrupted copies, " << threw << " rejected, first problem: " << first);
+  CHECK(bad == 0);
+  CHECK(threw > 0);
 }
 
 float f32_at(const uint8_t* p, size_t index) {
@@ -857,6 +894,18 @@ TEST_CASE("safetensors: every truncation throws", "[formats][safetensors][bad]")
   const std::vector<uint8_t> index = testutil::read_bytes(testutil::fixture_path("formats/model.safetensors.index.json"));
   REQUIRE(index.back() == '\n');  // without its final newline the JSON is still complete
   check_truncations(index, "index.json", all_lengths_below(index.size() - 1), [](const Bytes& b) { read_safetensors_index(b); });
+}
+
+// ---- single-byte corruptions ----------------------------------------------------------------------
+
+TEST_CASE("every single-byte corruption reads in bounds or throws attnlens::Error", "[formats][bad]") {
+  auto fx = [](const std::string& n) { return testutil::read_bytes(testutil::fixture_path("formats/" + n)); };
+  check_byte_corruptions(fx("tiny.gguf"), "tiny.gguf", [](const Bytes& b) { return read_gguf(b).tensors; });
+  check_byte_corruptions(build_gguf(valid_gguf_spec()), "x.gguf", [](const Bytes& b) { return read_gguf(b).tensors; });
+  check_byte_corruptions(fx("tiny.safetensors"), "tiny.safetensors", [](const Bytes& b) { return read_safetensors(b); });
+  // The llama2.c header (the floats after it are never interpreted).
+  const std::vector<uint8_t> ck = make_llama2c(Llama2cLayout(8, 12, 2, 4, 2, 16, 4, false));
+  check_byte_corruptions(ck, "tiny.bin", [](const Bytes& b) { return read_llama2c(b).tensors; }, 28);
 }
 
 // ---- detect_file_kind ------------------------------------------------------------------------------
