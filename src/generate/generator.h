@@ -1,0 +1,67 @@
+// Autoregressive generation (seed 001 §"Training vs Inference", seed 004 §"Autoregressive Generation"):
+// prefill the prompt in one forward pass (matrix multiplies), then decode one token at a time through
+// the KV cache, sampling each next token, until an end token, a stop string, max_new_tokens, the end
+// of the context, or the caller says stop.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "generate/sampler.h"
+#include "models/model.h"
+#include "tokenizers/tokenizer.h"
+
+namespace attnlens::generate {
+
+// How a model family turns a prompt into tokens and knows it is done (filled in by the runtime).
+struct PromptFormat {
+  bool add_special = true;       // tokenizer.encode(text, add_special)
+  int empty_prompt_token = -1;   // fed when the prompt encodes to nothing (GPT-2: <|endoftext|>)
+  std::vector<int> stop_tokens;  // generating one of these ends generation (it is kept in tokens)
+  // encoder–decoder models: the prompt is the source; the decoder starts from this token.
+  int decoder_start_token = -1;
+  bool source_suffix_eos = false;  // append eos_token to the source
+  int eos_token = -1;
+};
+
+struct GenerateOptions {
+  SamplingOptions sampling;
+  int max_new_tokens = 128;
+  std::vector<std::string> stop;  // stop strings: generation ends when the text contains one (cut there)
+};
+
+struct TokenEvent {
+  int token;         // the token just chosen
+  int position;      // its position in the decoder sequence
+  std::string text;  // text newly completed by it (may be empty mid UTF-8 character)
+};
+
+struct GenerateResult {
+  std::vector<int> tokens;     // decoder tokens fed at each position: prompt then generated
+  std::vector<int> source;     // encoder–decoder: the source tokens
+  int prompt_tokens = 0;       // how many of `tokens` came from the prompt
+  std::string text;            // the generated text (without the prompt)
+  std::string finish_reason;   // "eos", "stop", "length", "context", "aborted"
+  double prefill_ms = 0;       // the prompt's forward pass (and the encoder's)
+  double decode_ms = 0;        // every later forward pass
+  int decoded = 0;             // forward passes after the prefill
+};
+
+// Called after each new token; return false to stop (finish_reason "aborted"). The session's
+// recorder, if any, holds that step's attention weights during the call.
+using TokenCallback = std::function<bool(const TokenEvent&)>;
+
+
+// Prompt text → the decoder's (or, for encoder–decoder models, the encoder's) input tokens.
+std::vector<int> encode_prompt(const Tokenizer& tok, const PromptFormat& f, const std::string& text);
+
+GenerateResult generate(const models::Model& model, const Tokenizer& tok, const PromptFormat& f,
+                        models::Session& session, const std::string& prompt, const GenerateOptions& o,
+                        const TokenCallback& on_token = nullptr);
+
+// The same from token ids (the prompt already encoded).
+GenerateResult generate_from_tokens(const models::Model& model, const Tokenizer& tok, const PromptFormat& f,
+                                    models::Session& session, const std::vector<int>& prompt,
+                                    const GenerateOptions& o, const TokenCallback& on_token = nullptr);
+
+}  // namespace attnlens::generate

@@ -1,0 +1,304 @@
+#include "runtime/loader.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "formats/model_file.h"
+#include "models/registry.h"
+
+namespace attnlens::runtime {
+
+namespace {
+
+Bytes bytes_of(const File& f) { return Bytes{f.bytes.data(), f.bytes.size(), f.name}; }
+
+std::string base_name(const std::string& path) {
+  size_t slash = path.find_last_of("/\\");
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+nlohmann::json parse_json(const File& f) {
+  try {
+    return nlohmann::json::parse(f.bytes.begin(), f.bytes.end());
+  } catch (const nlohmann::json::exception& e) {
+    fail(f.name, ": invalid JSON: ", e.what());
+  }
+}
+
+// Number of records in a llama2.c tokenizer.bin (its vocabulary size is not stored in it).
+int count_llama2c_tokens(const File& f) {
+  size_t off = 4;
+  int n = 0;
+  while (off < f.bytes.size()) {
+    AL_CHECK(off + 8 <= f.bytes.size(), f.name, ": truncated token record at byte ", off);
+    int32_t len;
+    std::memcpy(&len, f.bytes.data() + off + 4, 4);
+    AL_CHECK(len >= 0 && off + 8 + size_t(len) <= f.bytes.size(), f.name, ": token ", n, " claims ", len,
+             " bytes past the end of the file");
+    off += 8 + size_t(len);
+    ++n;
+  }
+  return n;
+}
+
+// First id of a config value that may be an int or a list of ints; -1 when absent.
+int first_id(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) return -1;
+  const auto& v = j.at(key);
+  if (v.is_number_integer()) return v.get<int>();
+  if (v.is_array() && !v.empty() && v[0].is_number_integer()) return v[0].get<int>();
+  return -1;
+}
+
+std::vector<int> all_ids(const nlohmann::json& j, const char* key) {
+  std::vector<int> out;
+  if (!j.is_object() || !j.contains(key)) return out;
+  const auto& v = j.at(key);
+  if (v.is_number_integer()) out.push_back(v.get<int>());
+  if (v.is_array())
+    for (const auto& x : v)
+      if (x.is_number_integer()) out.push_back(x.get<int>());
+  return out;
+}
+
+// GGUF keeps the tokenizer in its metadata: SentencePiece BPE ("llama") or byte-level BPE ("gpt2",
+// rebuilt as the tokenizer.json it came from).
+std::unique_ptr<Tokenizer> gguf_tokenizer(const nlohmann::json& meta, const std::string& source) {
+  if (!meta.contains("tokenizer.ggml.model")) return nullptr;
+  const std::string kind = meta.at("tokenizer.ggml.model").get<std::string>();
+  auto get_int = [&](const char* key, int fallback) {
+    return meta.contains(key) && meta.at(key).is_number_integer() ? meta.at(key).get<int>() : fallback;
+  };
+  AL_CHECK(meta.contains("tokenizer.ggml.tokens") && meta.at("tokenizer.ggml.tokens").is_array(), source,
+           ": tokenizer.ggml.tokens is missing");
+  const auto& tokens = meta.at("tokenizer.ggml.tokens");
+  if (kind == "llama") {
+    std::vector<std::string> pieces;
+    std::vector<float> scores;
+    std::vector<int> types;
+    for (const auto& t : tokens) pieces.push_back(t.get<std::string>());
+    if (meta.contains("tokenizer.ggml.scores"))
+      for (const auto& s : meta.at("tokenizer.ggml.scores")) scores.push_back(s.get<float>());
+    if (meta.contains("tokenizer.ggml.token_type"))
+      for (const auto& t : meta.at("tokenizer.ggml.token_type")) types.push_back(t.get<int>());
+    const bool add_bos = meta.value("tokenizer.ggml.add_bos_token", true);
+    const bool add_space = meta.value("tokenizer.ggml.add_space_prefix", true);
+    return make_sentencepiece_tokenizer(std::move(pieces), std::move(scores), std::move(types),
+                                        get_int("tokenizer.ggml.bos_token_id", 1), get_int("tokenizer.ggml.eos_token_id", 2),
+                                        get_int("tokenizer.ggml.unknown_token_id", 0), add_bos, add_space);
+  }
+  if (kind == "gpt2") {
+    nlohmann::json tj;
+    nlohmann::json vocab = nlohmann::json::object();
+    for (size_t i = 0; i < tokens.size(); ++i) vocab[tokens[i].get<std::string>()] = i;
+    tj["model"] = {{"type", "BPE"}, {"vocab", vocab}, {"merges", meta.value("tokenizer.ggml.merges", nlohmann::json::array())}};
+    tj["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
+    tj["decoder"] = {{"type", "ByteLevel"}};
+    nlohmann::json added = nlohmann::json::array();
+    if (meta.contains("tokenizer.ggml.token_type")) {
+      const auto& types = meta.at("tokenizer.ggml.token_type");
+      for (size_t i = 0; i < types.size() && i < tokens.size(); ++i)
+        if (types[i].get<int>() == 3) added.push_back({{"id", i}, {"content", tokens[i]}, {"special", true}});
+    }
+    tj["added_tokens"] = added;
+    return load_hf_tokenizer(tj.dump());
+  }
+  fail(source, ": unsupported GGUF tokenizer model \"", kind, "\" (supported: llama, gpt2)");
+}
+
+// The files of one checkpoint, sorted by role.
+struct Roles {
+  const File* llama2c = nullptr;
+  const File* gguf = nullptr;
+  const File* llama_tokenizer_bin = nullptr;
+  std::vector<const File*> safetensors;
+  const File* index = nullptr;
+  const File* config = nullptr;
+  const File* tokenizer_json = nullptr;
+  const File* generation_config = nullptr;
+};
+
+void assign(const File*& slot, const File& f, const char* role) {
+  AL_CHECK(!slot, "two ", role, " files given: ", slot ? slot->name : "", " and ", f.name);
+  slot = &f;
+}
+
+Roles classify(const std::vector<FilePtr>& files) {
+  Roles r;
+  for (const FilePtr& fp : files) {
+    const File& f = *fp;
+    const std::string name = base_name(f.name);
+    switch (detect_file_kind(bytes_of(f))) {
+      case FileKind::Llama2c: assign(r.llama2c, f, "llama2.c checkpoint"); break;
+      case FileKind::Gguf: assign(r.gguf, f, "GGUF"); break;
+      case FileKind::LlamaTokenizerBin: assign(r.llama_tokenizer_bin, f, "tokenizer.bin"); break;
+      case FileKind::Safetensors: r.safetensors.push_back(&f); break;
+      case FileKind::SafetensorsIndex: assign(r.index, f, "model.safetensors.index.json"); break;
+      case FileKind::Json: {
+        if (name == "config.json") assign(r.config, f, "config.json");
+        else if (name == "tokenizer.json") assign(r.tokenizer_json, f, "tokenizer.json");
+        else if (name == "generation_config.json") assign(r.generation_config, f, "generation_config.json");
+        else {  // by content: a tokenizer.json has "model"; a config.json "architectures" or "model_type"
+          nlohmann::json j = parse_json(f);
+          if (j.is_object() && j.contains("model") && j.at("model").is_object()) assign(r.tokenizer_json, f, "tokenizer.json");
+          else if (j.is_object() && (j.contains("architectures") || j.contains("model_type"))) assign(r.config, f, "config.json");
+          // other JSON (tokenizer_config.json, special_tokens_map.json …) is not needed
+        }
+        break;
+      }
+      case FileKind::Unknown:
+        fail(f.name, ": not a model file AttnLens recognises (", f.bytes.size(),
+             " bytes; expected a llama2.c checkpoint or tokenizer.bin, a GGUF file, safetensors, or JSON)");
+    }
+  }
+  return r;
+}
+
+void set_prompt_format(const std::string& arch, const Tokenizer* tok, const nlohmann::json& config,
+                       generate::PromptFormat& p) {
+  const int bos = tok ? tok->bos_id() : -1, eos = tok ? tok->eos_id() : -1;
+  if (arch == "seq2seq") {
+    p.add_special = false;
+    p.eos_token = first_id(config, "eos_token_id") >= 0 ? first_id(config, "eos_token_id") : eos;
+    p.decoder_start_token = first_id(config, "decoder_start_token_id") >= 0 ? first_id(config, "decoder_start_token_id")
+                                                                            : first_id(config, "bos_token_id");
+    p.source_suffix_eos = config.value("source_suffix_eos", true);
+    p.stop_tokens = {p.eos_token};
+    return;
+  }
+  p.add_special = true;
+  std::vector<int> stops = all_ids(config, "eos_token_id");
+  if (eos >= 0) stops.push_back(eos);
+  if (arch == "llama" && bos >= 0) stops.push_back(bos);  // llama2.c stops when the model emits BOS
+  if (arch == "gpt2") p.empty_prompt_token = eos >= 0 ? eos : first_id(config, "bos_token_id");
+  std::sort(stops.begin(), stops.end());
+  stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
+  p.stop_tokens = stops;
+}
+
+}  // namespace
+
+const Tokenizer& LoadedModel::require_tokenizer() const {
+  AL_CHECK(tokenizer_, "no tokenizer was loaded with this model (give tokenizer.bin, tokenizer.json or a GGUF with one)");
+  return *tokenizer_;
+}
+
+size_t LoadedModel::file_bytes() const {
+  size_t n = 0;
+  for (const auto& f : files_) n += f->bytes.size();
+  return n;
+}
+
+nlohmann::json LoadedModel::describe() const {
+  const models::ModelInfo& i = model_->info();
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : files_) files.push_back({{"name", f->name}, {"bytes", f->bytes.size()}});
+  nlohmann::json j = {{"architecture", i.architecture},
+                      {"kind", models::model_kind_name(i.kind)},
+                      {"format", format_},
+                      {"params", i.n_params},
+                      {"d_model", i.d_model},
+                      {"layers", i.n_layers},
+                      {"encoder_layers", i.n_encoder_layers},
+                      {"heads", i.n_heads},
+                      {"kv_heads", i.n_kv_heads},
+                      {"head_dim", i.head_dim},
+                      {"d_ff", i.d_ff},
+                      {"vocab_size", i.vocab_size},
+                      {"context_length", i.context_length},
+                      {"positions", i.positions},
+                      {"weight_dtype", i.weight_dtype},
+                      {"weight_bytes", i.weight_bytes},
+                      {"file_bytes", file_bytes()},
+                      {"files", files}};
+  if (tokenizer_)
+    j["tokenizer"] = {{"kind", tokenizer_->kind()},
+                      {"vocab_size", tokenizer_->vocab_size()},
+                      {"bos_id", tokenizer_->bos_id()},
+                      {"eos_id", tokenizer_->eos_id()}};
+  else
+    j["tokenizer"] = nullptr;
+  return j;
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const File& file, int vocab_size) {
+  switch (detect_file_kind(bytes_of(file))) {
+    case FileKind::LlamaTokenizerBin:
+      return load_llama2c_tokenizer(file.bytes.data(), file.bytes.size(),
+                                    vocab_size > 0 ? vocab_size : count_llama2c_tokens(file));
+    case FileKind::Json:
+      return load_hf_tokenizer(std::string_view(reinterpret_cast<const char*>(file.bytes.data()), file.bytes.size()));
+    case FileKind::Gguf: {
+      ModelFile g = read_gguf(bytes_of(file));
+      auto t = gguf_tokenizer(g.config, file.name);
+      AL_CHECK(t, file.name, ": this GGUF has no tokenizer");
+      return t;
+    }
+    default: fail(file.name, ": not a tokenizer (expected tokenizer.bin, tokenizer.json or a GGUF)");
+  }
+}
+
+std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOptions& options) {
+  AL_CHECK(!files.empty(), "no model files given");
+  auto out = std::unique_ptr<LoadedModel>(new LoadedModel());
+  out->files_ = files;
+  const Roles r = classify(files);
+  models::BuildOptions build;
+  build.format = options.format;
+  nlohmann::json config;
+
+  if (r.gguf) {
+    AL_CHECK(!r.llama2c && r.safetensors.empty(), "a GGUF file and another checkpoint were given together");
+    build.source = r.gguf->name;
+    ModelFile g = read_gguf(bytes_of(*r.gguf));
+    out->format_ = "gguf";
+    out->model_ = models::build_from_gguf(g.config, g.tensors, build);
+    out->tokenizer_ = gguf_tokenizer(g.config, r.gguf->name);
+    if (g.config.contains("tokenizer.ggml.eos_token_id")) config["eos_token_id"] = g.config["tokenizer.ggml.eos_token_id"];
+  } else if (r.llama2c) {
+    AL_CHECK(r.safetensors.empty(), "a llama2.c checkpoint and safetensors were given together");
+    build.source = r.llama2c->name;
+    ModelFile m = read_llama2c(bytes_of(*r.llama2c));
+    out->format_ = "llama2c";
+    out->model_ = models::build_from_gguf(m.config, m.tensors, build);
+    if (r.llama_tokenizer_bin)
+      out->tokenizer_ = load_llama2c_tokenizer(r.llama_tokenizer_bin->bytes.data(), r.llama_tokenizer_bin->bytes.size(),
+                                               out->model_->info().vocab_size);
+  } else if (!r.safetensors.empty()) {
+    AL_CHECK(r.config, "safetensors weights need their config.json");
+    build.source = r.config->name;
+    config = parse_json(*r.config);
+    TensorMap tensors;
+    if (r.index) {
+      SafetensorsIndex index = read_safetensors_index(bytes_of(*r.index));
+      std::vector<Bytes> shards;
+      for (const File* f : r.safetensors) shards.push_back(bytes_of(*f));
+      tensors = read_safetensors_shards(index, shards);
+    } else {
+      AL_CHECK(r.safetensors.size() == 1, r.safetensors.size(),
+               " safetensors files were given without model.safetensors.index.json to say how they fit together");
+      tensors = read_safetensors(bytes_of(*r.safetensors[0]));
+    }
+    out->format_ = "safetensors";
+    out->model_ = models::build_from_hf_config(config, tensors, build);
+  } else {
+    fail("no model weights among the files given (need a llama2.c .bin, a .gguf, or .safetensors + config.json)");
+  }
+
+  if (r.tokenizer_json)
+    out->tokenizer_ = load_hf_tokenizer(
+        std::string_view(reinterpret_cast<const char*>(r.tokenizer_json->bytes.data()), r.tokenizer_json->bytes.size()));
+  if (out->tokenizer_)
+    AL_CHECK(out->tokenizer_->vocab_size() <= out->model_->info().vocab_size, "the tokenizer has ",
+             out->tokenizer_->vocab_size(), " tokens but the model only ", out->model_->info().vocab_size);
+  if (r.generation_config) {
+    nlohmann::json gc = parse_json(*r.generation_config);
+    for (const char* k : {"eos_token_id", "bos_token_id", "decoder_start_token_id"})
+      if (gc.contains(k) && !config.contains(k)) config[k] = gc[k];
+  }
+  set_prompt_format(out->model_->info().architecture, out->tokenizer_.get(), config, out->prompt_);
+  return out;
+}
+
+}  // namespace attnlens::runtime

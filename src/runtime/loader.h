@@ -1,0 +1,61 @@
+// One entry point for every supported checkpoint: give it the files (bytes in memory — the browser
+// has no file system), it finds out what they are by their content and returns a runnable model
+// with its tokenizer and generation conventions.
+//
+//   llama2.c          model.bin (+ tokenizer.bin)
+//   GGUF              model.gguf (tokenizer from its metadata)
+//   Hugging Face      config.json + model.safetensors | model.safetensors.index.json + shards
+//                     (+ tokenizer.json)
+//
+// The loaded model keeps the files' bytes alive and reads its f32/q8_0 weights straight from them.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "generate/generator.h"
+#include "models/model.h"
+#include "models/weights.h"
+#include "tokenizers/tokenizer.h"
+
+namespace attnlens::runtime {
+
+struct File {
+  std::string name;            // file name (a path's last component is enough), for messages and roles
+  std::vector<uint8_t> bytes;  // the whole file
+};
+using FilePtr = std::shared_ptr<const File>;
+
+struct LoadOptions {
+  models::WeightFormat format = models::WeightFormat::AsStored;  // Q8_0: quantize f32 matrices at load
+};
+
+class LoadedModel {
+ public:
+  const models::Model& model() const { return *model_; }
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // null when no tokenizer was given
+  const Tokenizer& require_tokenizer() const;                     // throws if none
+  const generate::PromptFormat& prompt_format() const { return prompt_; }
+  const std::string& format() const { return format_; }  // "llama2c", "gguf", "safetensors"
+  // Everything the UI shows on a model card (architecture, sizes, files, tokenizer kind…).
+  nlohmann::json describe() const;
+  size_t file_bytes() const;  // bytes of the files held
+
+ private:
+  friend std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOptions& options);
+  std::vector<FilePtr> files_;
+  std::string format_;
+  std::unique_ptr<models::Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  generate::PromptFormat prompt_;
+};
+
+std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOptions& options = {});
+
+// A tokenizer alone (tokenizer.bin needs the vocabulary size: pass 0 to read it from the file's
+// record count), tokenizer.json or a GGUF's metadata.
+std::unique_ptr<Tokenizer> load_tokenizer(const File& file, int vocab_size = 0);
+
+}  // namespace attnlens::runtime
