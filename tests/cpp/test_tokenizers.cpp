@@ -5,6 +5,7 @@
 #include "test_util.h"
 #include "core/error.h"
 #include "tokenizers/tokenizer.h"
+#include "tokenizers/unicode.h"
 
 using attnlens::Error;
 using attnlens::Tokenizer;
@@ -307,4 +308,73 @@ TEST_CASE("heap-based merging equals llama2.c's rescanning loop on random text",
     INFO("text \"" << text << "\"");
     REQUIRE(tok->encode(text) == llama2c_reference_encode(vocab, scores, text));
   }
+}
+
+namespace {
+std::string from_hex(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(char(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return out;
+}
+std::string lower(char32_t cp) {
+  std::string s;
+  attnlens::unicode::append_lowercase(s, cp);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("UTF-8 replacement matches WHATWG TextDecoder", "[unicode]") {
+  // Expected outputs were produced by Node's TextDecoder on the same bytes.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"e282", "efbfbd"},                 {"f08080", "efbfbdefbfbdefbfbd"},
+      {"eda080", "efbfbdefbfbdefbfbd"},   {"c0af", "efbfbdefbfbd"},
+      {"61ff62", "61efbfbd62"},           {"f4908080", "efbfbdefbfbdefbfbdefbfbd"},
+      {"e0a0", "efbfbd"},                 {"e0a080", "e0a080"},
+      {"f09f98", "efbfbd"},               {"f09f9880", "f09f9880"},
+      {"c2", "efbfbd"},                   {"8080", "efbfbdefbfbd"},
+      {"efbfbd", "efbfbd"},               {"fc8080808080", "efbfbdefbfbdefbfbdefbfbdefbfbdefbfbd"},
+  };
+  for (const auto& [in, out] : cases) {
+    INFO("bytes " << in);
+    CHECK(attnlens::unicode::sanitize_utf8(from_hex(in)) == from_hex(out));
+  }
+}
+
+TEST_CASE("Unicode tables: categories, white space, lowercase, display labels", "[unicode]") {
+  using namespace attnlens::unicode;
+  CHECK(std::string(table_version()) == "14.0.0");
+  CHECK(category('A') == Category::Lu);
+  CHECK(category(0x4E2D) == Category::Lo);     // 中
+  CHECK(category(0x0301) == Category::Mn);     // combining acute
+  CHECK(category(0x0663) == Category::Nd);     // Arabic-Indic three
+  CHECK(category(0x00BD) == Category::No);     // ½
+  CHECK(category(0x2014) == Category::Pd);     // em dash
+  CHECK(category(0x1F600) == Category::So);    // 😀
+  CHECK(category(0x200D) == Category::Cf);     // ZWJ
+  CHECK(category(0xE000) == Category::Co);
+  CHECK(category(0x10FFFF) == Category::Cn);
+  CHECK(category(0x110000) == Category::Cn);
+  CHECK(is_letter(0x05D0));                    // א
+  CHECK_FALSE(is_letter('1'));
+  CHECK(is_number(0x2163));                    // Ⅳ (Nl)
+  CHECK(is_white_space(0x3000));
+  CHECK(is_white_space(0x85));
+  CHECK_FALSE(is_white_space(0x200B));         // zero width space is Cf, not White_Space
+  CHECK(is_bert_punctuation('$'));
+  CHECK(is_bert_punctuation(0x3001));          // 、
+  CHECK_FALSE(is_bert_punctuation('a'));
+  CHECK(is_cjk_ideograph(0x4E2D));
+  CHECK_FALSE(is_cjk_ideograph(0x3042));       // あ
+  CHECK(lower('Q') == "q");
+  CHECK(lower(0xC9) == "\xC3\xA9");            // É -> é
+  CHECK(lower(0x0130) == "i\xCC\x87");         // İ -> i + U+0307
+  CHECK(lower(0x0391) == "\xCE\xB1");          // Α -> α
+  CHECK(lower(0x0100) == "\xC4\x81");          // Ā -> ā (an alternating run)
+  CHECK(lower(0x0101) == "\xC4\x81");          // ā unchanged
+  CHECK(lower(0x10400) == "\xF0\x90\x90\xA8"); // Deseret
+  CHECK(lower(0x4E2D) == "\xE4\xB8\xAD");
+  CHECK(display_bytes("a\nb\t\x1b") == "a\\nb\\t\\x1b");
+  CHECK(display_bytes("\xE2\x80\xA8") == "\\u2028");
+  CHECK(display_bytes("\xF0\x9F\x98") == "<0xF0><0x9F><0x98>");
+  CHECK(display_bytes(" caf\xC3\xA9") == " caf\xC3\xA9");
 }
