@@ -110,6 +110,18 @@ TEST_CASE("GPT-2 byte-level BPE equals gpt-3-encoder on every case", "[gpt2][gol
   }
 }
 
+TEST_CASE("GPT-2 pre-tokenizer and ids equal JavaScript's regex and gpt-3-encoder on random strings", "[gpt2][golden]") {
+  SKIP_UNLESS_GPT2_FIXTURE();
+  const json j = json::parse(testutil::read_text(fixture_dir() + "cases.json"));
+  REQUIRE(j.at("random").size() >= 500);
+  for (const json& c : j.at("random")) {
+    const std::string text = c.at("text").get<std::string>();
+    INFO("text " << json(text).dump());
+    CHECK(words(text) == c.at("words").get<W>());
+    CHECK(gpt2().encode(text) == c.at("ids").get<std::vector<int>>());
+  }
+}
+
 TEST_CASE("GPT-2 merges given as [a, b] pairs load identically", "[gpt2]") {
   SKIP_UNLESS_GPT2_FIXTURE();
   for (const Case& c : cases()) {
