@@ -107,9 +107,8 @@ bool piece_to_bytes(std::string_view piece, std::string& out) {
 
 class ByteLevelBpe final : public VocabTokenizer {
  public:
-  explicit ByteLevelBpe(ByteLevelBpeConfig cfg);
+  ByteLevelBpe(ByteLevelBpeConfig cfg, const std::vector<AddedToken>& added);
   std::string token_bytes(int id) const override;
-  int token_id(std::string_view piece) const override { return VocabTokenizer::token_id(piece); }
 
  protected:
   void encode_text(std::string_view text, bool at_start, std::vector<int>& out) const override;
@@ -124,13 +123,14 @@ class ByteLevelBpe final : public VocabTokenizer {
   PairRanks ranks_;
 };
 
-ByteLevelBpe::ByteLevelBpe(ByteLevelBpeConfig cfg)
-    : VocabTokenizer("byte-level-bpe", cfg.vocab), add_prefix_space_(cfg.add_prefix_space), use_regex_(cfg.use_regex) {
+ByteLevelBpe::ByteLevelBpe(ByteLevelBpeConfig cfg, const std::vector<AddedToken>& added)
+    : VocabTokenizer("byte-level-bpe", std::move(cfg.vocab)), add_prefix_space_(cfg.add_prefix_space),
+      use_regex_(cfg.use_regex) {
   const int n = vocab_size();
   bytes_.resize(size_t(n));
   for (int id = 0; id < n; ++id)
     if (!piece_to_bytes(piece_str(id), bytes_[size_t(id)])) bytes_[size_t(id)] = piece_str(id);
-  for (const AddedToken& t : cfg.vocab.added) bytes_[size_t(t.id)] = t.content;  // added tokens are raw text
+  for (const AddedToken& t : added) bytes_[size_t(t.id)] = t.content;  // added tokens are raw text
   for (int b = 0; b < 256; ++b) byte_token_[b] = find(byte_map().encode[b]);
   for (size_t i = 0; i < cfg.merges.size(); ++i) {
     const auto& [a, b] = cfg.merges[i];
@@ -186,7 +186,8 @@ std::vector<std::string_view> gpt2_pretokenize(std::string_view text) {
 }
 
 std::unique_ptr<Tokenizer> make_byte_level_bpe(ByteLevelBpeConfig cfg) {
-  return std::make_unique<ByteLevelBpe>(std::move(cfg));
+  const std::vector<AddedToken> added = cfg.vocab.added;  // the base class takes cfg.vocab
+  return std::make_unique<ByteLevelBpe>(std::move(cfg), added);
 }
 
 }  // namespace tok

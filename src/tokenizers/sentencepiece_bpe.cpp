@@ -18,7 +18,7 @@ namespace tok {
 namespace {
 
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581, SentencePiece's visible space
-constexpr int kNormal = 1, kUnknown = 2, kControl = 3, kUnused = 5, kByte = 6;  // GGUF token types
+constexpr int kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;  // GGUF types
 
 // SentencePiece pieces with "▁" replaced by a real space: the spelling llama2.c's tokenizer.bin uses,
 // and the one this class works in, so concatenating pieces gives text.
@@ -267,6 +267,13 @@ std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(std::vector<std::string>
     AL_CHECK(type >= tok::kNormal && type <= tok::kByte, "GGUF tokenizer: token ", id, " has unknown type ", type);
     if (type == tok::kControl || type == tok::kUnused) cfg.vocab.special.push_back(id);
     if (type == tok::kUnknown && unk < 0) cfg.vocab.ids.unk = id;
+    // llama.cpp matches user-defined tokens in the text before running the SentencePiece model.
+    if (type == tok::kUserDefined && !pieces[size_t(id)].empty()) {
+      tok::AddedToken t;
+      t.id = id;
+      t.content = pieces[size_t(id)];
+      cfg.vocab.added.push_back(std::move(t));
+    }
   }
   for (int id : {bos, eos})
     if (id >= 0 && id < n) cfg.vocab.special.push_back(id);

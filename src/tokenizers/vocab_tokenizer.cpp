@@ -123,6 +123,8 @@ VocabTokenizer::VocabTokenizer(std::string kind, VocabSpec spec)
   added_ = AddedTokenMatcher(std::move(spec.added));
   index_.reserve(size_t(n));
   for (int id = 0; id < n; ++id) index_.emplace(std::string_view(pieces_[size_t(id)]), id);  // first id wins
+  for (int id = 0; id < n; ++id)
+    if (special_[size_t(id)]) special_labels_.emplace(special_label(pieces_[size_t(id)]), id);
 }
 
 std::vector<int> VocabTokenizer::encode(std::string_view text, bool add_special) const {
@@ -158,11 +160,10 @@ bool VocabTokenizer::is_special(int id) const {
 }
 
 int VocabTokenizer::token_id(std::string_view piece) const {
-  int id = find(piece);
+  const int id = find(piece);
   if (id >= 0) return id;
-  for (size_t i = 0; i < special_.size(); ++i)  // special tokens also by their label ("<s>" for "\n<s>\n")
-    if (special_[i] && special_label(pieces_[i]) == piece) return int(i);
-  return -1;
+  auto it = special_labels_.find(std::string(piece));
+  return it == special_labels_.end() ? -1 : it->second;
 }
 
 void VocabTokenizer::check_id(int id, const char* what) const {

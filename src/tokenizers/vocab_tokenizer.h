@@ -86,6 +86,7 @@ class VocabTokenizer : public Tokenizer {
   std::string kind_;
   std::vector<std::string> pieces_;
   std::unordered_map<std::string_view, int> index_;  // views into pieces_ (never modified after build)
+  std::unordered_map<std::string, int> special_labels_;  // special tokens by label ("<s>" for "\n<s>\n")
   std::vector<uint8_t> special_;
   SpecialIds ids_;
   AddedTokenMatcher added_;

@@ -216,6 +216,19 @@ TEST_CASE("GGUF-style SentencePiece arrays encode like the llama2.c file", "[sen
   CHECK(ids.front() != 1);
   CHECK(plain->decode(ids) == "Hello");
   CHECK_THROWS_AS(attnlens::make_sentencepiece_tokenizer(pieces, {1.0f}, types, 1, 2, 0, true, true), Error);
+  // A user-defined token (type 4) is matched in the text before the model runs, as in llama.cpp.
+  {
+    auto user_pieces = pieces;
+    auto user_types = types;
+    user_pieces[31999] = "<|user|>";
+    user_types[31999] = 4;
+    auto user = attnlens::make_sentencepiece_tokenizer(user_pieces, scores, user_types, 1, 2, 0, true, true);
+    const auto ids = user->encode("<|user|>Hi");
+    CHECK(l2c->token_id(" Hi") == 6324);
+    CHECK(ids == std::vector<int>{1, 31999, 6324});  // "<|user|>", then "Hi" with its dummy prefix: " Hi"
+    CHECK(user->decode(ids) == "<|user|> Hi");
+    CHECK(user->piece(31999) == "<|user|>");
+  }
   types[5] = 42;
   CHECK_THROWS_WITH(attnlens::make_sentencepiece_tokenizer(pieces, scores, types, 1, 2, 0, true, true),
                     Catch::Contains("token 5") && Catch::Contains("type 42"));
