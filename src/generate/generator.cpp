@@ -7,12 +7,6 @@
 
 namespace attnlens::generate {
 
-namespace {
-
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // The generated text so far, emitted in increments that never split a UTF-8 character: each step
 // decodes the generated tokens (with the prompt's last token for context, so tokenizer rules such as
 // the SentencePiece dummy-prefix space apply as in a full decode) and emits what is new, holding back
@@ -50,6 +44,12 @@ class TextStream {
   std::string emitted_, last_full_;
 };
 
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 bool is_stop_token(const PromptFormat& f, int t) {
   return std::find(f.stop_tokens.begin(), f.stop_tokens.end(), t) != f.stop_tokens.end();
 }
@@ -63,6 +63,85 @@ std::vector<int> encode_prompt(const Tokenizer& tok, const PromptFormat& f, cons
   return ids;
 }
 
+Generation::Generation(const models::Model& model, const Tokenizer& tok, const PromptFormat& f,
+                       models::Session& session, const std::vector<int>& prompt, const GenerateOptions& o)
+    : model_(model), tok_(tok), f_(f), session_(session), o_(o), sampler_(o.sampling) {
+  AL_CHECK(o.max_new_tokens >= 0, "max_new_tokens must be ≥ 0, got ", o.max_new_tokens);
+  AL_CHECK(!prompt.empty(), "the prompt is empty: it encodes to no tokens");
+  session_.reset();
+  // Prefill: the whole prompt in one pass (encoder–decoder: the encoder, then the start token).
+  const double t0 = now_ms();
+  if (model.kind() == models::ModelKind::EncoderDecoder) {
+    AL_CHECK(f.decoder_start_token >= 0, "encoder-decoder generation needs a decoder start token");
+    r_.source = prompt;
+    model.encode(session_, prompt.data(), int(prompt.size()));
+    r_.tokens = {f.decoder_start_token};
+  } else {
+    AL_CHECK(int(prompt.size()) <= session_.cache.capacity(), "the prompt has ", prompt.size(),
+             " tokens, more than the context length of ", session_.cache.capacity());
+    r_.tokens = prompt;
+  }
+  logits_ = model.decode(session_, r_.tokens.data(), int(r_.tokens.size()));
+  r_.prefill_ms = now_ms() - t0;
+  r_.prompt_tokens = int(r_.tokens.size());
+  text_ = std::make_unique<TextStream>(tok, r_.tokens.back());
+  decode_start_ = now_ms();
+  if (o_.max_new_tokens == 0) finish("length");
+}
+
+Generation::~Generation() = default;
+
+void Generation::finish(const std::string& reason) {
+  if (done_) return;
+  done_ = true;
+  r_.finish_reason = reason;
+  if (reason != "stop") r_.text = text_->text() + text_->flush();
+  r_.decode_ms = now_ms() - decode_start_;
+}
+
+void Generation::abort() { finish("aborted"); }
+
+const GenerateResult& Generation::result() {
+  if (!done_) {
+    r_.text = text_->text();
+    r_.decode_ms = now_ms() - decode_start_;
+  }
+  return r_;
+}
+
+bool Generation::step(TokenEvent& ev) {
+  if (done_) return false;
+  const int next = sampler_.sample(logits_, model_.info().vocab_size, r_.tokens);
+  r_.tokens.push_back(next);
+  ++steps_;
+  const size_t emitted_before = text_->text().size();
+  ev = TokenEvent{next, int(r_.tokens.size()) - 1, text_->push(next)};
+  if (is_stop_token(f_, next)) {
+    finish("eos");
+    return true;
+  }
+  for (const std::string& s : o_.stop) {  // cut the text where the first stop string begins
+    const size_t at = s.empty() ? std::string::npos : text_->text().find(s);
+    if (at != std::string::npos) {
+      r_.text = text_->text().substr(0, at);
+      ev.text = at > emitted_before ? text_->text().substr(emitted_before, at - emitted_before) : "";
+      finish("stop");
+      return true;
+    }
+  }
+  if (steps_ == o_.max_new_tokens) {
+    finish("length");
+    return true;
+  }
+  if (session_.position() >= session_.cache.capacity()) {
+    finish("context");
+    return true;
+  }
+  logits_ = model_.decode(session_, &next, 1);
+  ++r_.decoded;
+  return true;
+}
+
 GenerateResult generate(const models::Model& model, const Tokenizer& tok, const PromptFormat& f,
                         models::Session& session, const std::string& prompt, const GenerateOptions& o,
                         const TokenCallback& on_token) {
@@ -72,71 +151,11 @@ GenerateResult generate(const models::Model& model, const Tokenizer& tok, const 
 GenerateResult generate_from_tokens(const models::Model& model, const Tokenizer& tok, const PromptFormat& f,
                                     models::Session& session, const std::vector<int>& prompt,
                                     const GenerateOptions& o, const TokenCallback& on_token) {
-  check_sampling_options(o.sampling);
-  AL_CHECK(o.max_new_tokens >= 0, "max_new_tokens must be ≥ 0, got ", o.max_new_tokens);
-  AL_CHECK(!prompt.empty(), "the prompt is empty: it encodes to no tokens");
-  GenerateResult r;
-  Sampler sampler(o.sampling);
-  const int vocab = model.info().vocab_size;
-  session.reset();
-
-  // Prefill: the whole prompt in one pass (for encoder–decoder models: the encoder, then the start token).
-  double t0 = now_ms();
-  const float* logits;
-  if (model.kind() == models::ModelKind::EncoderDecoder) {
-    AL_CHECK(f.decoder_start_token >= 0, "encoder-decoder generation needs a decoder start token");
-    r.source = prompt;
-    model.encode(session, prompt.data(), int(prompt.size()));
-    r.tokens = {f.decoder_start_token};
-  } else {
-    AL_CHECK(int(prompt.size()) <= session.cache.capacity(), "the prompt has ", prompt.size(),
-             " tokens, more than the context length of ", session.cache.capacity());
-    r.tokens = prompt;
-  }
-  logits = model.decode(session, r.tokens.data(), int(r.tokens.size()));
-  r.prefill_ms = now_ms() - t0;
-  r.prompt_tokens = int(r.tokens.size());
-
-  TextStream text(tok, r.tokens.back());
-  double decode_start = now_ms();
-  r.finish_reason = "length";
-  for (int step = 0; step < o.max_new_tokens; ++step) {
-    const int next = sampler.sample(logits, vocab, r.tokens);
-    r.tokens.push_back(next);
-    TokenEvent ev{next, int(r.tokens.size()) - 1, text.push(next)};
-    if (is_stop_token(f, next)) {
-      r.finish_reason = "eos";
-      if (on_token) on_token(ev);
-      break;
-    }
-    // Stop strings: cut the text where the first one begins.
-    bool stopped = false;
-    for (const std::string& s : o.stop) {
-      size_t at = s.empty() ? std::string::npos : text.text().find(s);
-      if (at != std::string::npos) {
-        r.text = text.text().substr(0, at);
-        stopped = true;
-      }
-    }
-    if (on_token && !on_token(ev)) {
-      r.finish_reason = "aborted";
-      break;
-    }
-    if (stopped) {
-      r.finish_reason = "stop";
-      break;
-    }
-    if (step + 1 == o.max_new_tokens) break;
-    if (session.position() >= session.cache.capacity()) {
-      r.finish_reason = "context";
-      break;
-    }
-    logits = model.decode(session, &next, 1);
-    ++r.decoded;
-  }
-  if (r.finish_reason != "stop") r.text = text.text() + text.flush();
-  r.decode_ms = now_ms() - decode_start;
-  return r;
+  Generation g(model, tok, f, session, prompt, o);
+  TokenEvent ev;
+  while (g.step(ev))
+    if (on_token && !on_token(ev)) g.abort();
+  return g.result();
 }
 
 }  // namespace attnlens::generate

@@ -4,6 +4,7 @@
 // of the context, or the caller says stop.
 #pragma once
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,12 +49,44 @@ struct GenerateResult {
 };
 
 // Called after each new token; return false to stop (finish_reason "aborted"). The session's
-// recorder, if any, holds that step's attention weights during the call.
+// recorder, if any, holds the attention of the forward pass that produced the token during the call.
 using TokenCallback = std::function<bool(const TokenEvent&)>;
-
 
 // Prompt text → the decoder's (or, for encoder–decoder models, the encoder's) input tokens.
 std::vector<int> encode_prompt(const Tokenizer& tok, const PromptFormat& f, const std::string& text);
+
+// One generation, advanced a token at a time by the caller (the JS bindings yield to the event loop
+// between steps, so an AbortSignal stops it within one token). Construction runs the prefill.
+class TextStream;
+
+class Generation {
+ public:
+  Generation(const models::Model& model, const Tokenizer& tok, const PromptFormat& f, models::Session& session,
+             const std::vector<int>& prompt, const GenerateOptions& o);
+  ~Generation();
+  // Samples the next token, then feeds it (so the following step's logits are ready). Returns
+  // false once finished (the event is then not filled in).
+  bool step(TokenEvent& ev);
+  void abort();  // finish now with reason "aborted"
+  bool done() const { return done_; }
+  // The result so far (final once done()).
+  const GenerateResult& result();
+
+ private:
+  void finish(const std::string& reason);
+  const models::Model& model_;
+  const Tokenizer& tok_;
+  const PromptFormat& f_;
+  models::Session& session_;
+  GenerateOptions o_;
+  Sampler sampler_;
+  std::unique_ptr<TextStream> text_;
+  GenerateResult r_;
+  const float* logits_ = nullptr;
+  int steps_ = 0;
+  bool done_ = false;
+  double decode_start_ = 0;
+};
 
 GenerateResult generate(const models::Model& model, const Tokenizer& tok, const PromptFormat& f,
                         models::Session& session, const std::string& prompt, const GenerateOptions& o,

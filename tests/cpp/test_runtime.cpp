@@ -139,9 +139,15 @@ TEST_CASE("stop strings, max tokens, abort", "[runtime]") {
   o.sampling.temperature = 0;
   o.max_new_tokens = 100;
   o.stop = {"Lily"};
-  auto r = generate::generate(m->model(), m->require_tokenizer(), m->prompt_format(), *s, "Once upon a time", o);
+  std::string streamed;
+  auto r = generate::generate(m->model(), m->require_tokenizer(), m->prompt_format(), *s, "Once upon a time", o,
+                              [&](const generate::TokenEvent& e) {
+                                streamed += e.text;
+                                return true;
+                              });
   CHECK(r.finish_reason == "stop");
   CHECK(r.text == ", there was a little girl named ");
+  CHECK(streamed == r.text);  // the streamed pieces stop where the text is cut
 
   o.stop.clear();
   o.max_new_tokens = 5;
