@@ -5,6 +5,8 @@
 //   model BPE  + normalizer [Prepend "▁", Replace " " -> "▁"]
 //              or pre_tokenizer Metaspace (split false)        -> SentencePiece BPE merged by rank (Llama)
 //   model WordPiece + BertNormalizer + BertPreTokenizer        -> WordPiece (BERT)
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"

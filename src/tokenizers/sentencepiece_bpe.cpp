@@ -5,7 +5,6 @@
 #include "tokenizers/sentencepiece_bpe.h"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 
 #include "core/error.h"
