@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <sstream>
 
 #include "core/error.h"
 
@@ -46,11 +45,9 @@ int64_t TensorView::dim(int i) const {
 }
 
 std::string TensorView::shape_str() const {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
-  os << ']';
-  return os.str();
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 static std::string where(const std::string& context) { return context.empty() ? "" : context + ": "; }

@@ -22,7 +22,7 @@ const char* dtype_name(DType t);
 size_t dtype_bytes(DType t, size_t count);
 
 // A tensor inside some buffer. shape is outermost-first as PyTorch prints it: a linear layer's weight
-// is [out, in], row-major, rows contiguous. Views do not own their bytes: ModelFile::owners does.
+// is [out, in], row-major, rows contiguous. Views do not own their bytes: whoever holds the file keeps them alive.
 struct TensorView {
   std::string name;
   DType dtype = DType::F32;

@@ -1,6 +1,5 @@
 // llama2.c checkpoints: 7 int32 header, then float32 arrays (layout in ../shared/models/README.md).
 #include <cstring>
-#include <sstream>
 
 #include "formats/byte_reader.h"
 #include "formats/internal.h"
@@ -30,10 +29,8 @@ std::string llama2c_check(const uint8_t* header, uint64_t file_size, Llama2cConf
   for (int i = 0; i < 7; ++i) {
     bool ok = i == 5 ? h[i] != 0 && h[i] != INT32_MIN : h[i] > 0;  // negative vocab_size: separate classifier
     if (!ok) {
-      std::ostringstream os;
-      os << "header says " << kNames[i] << "=" << h[i]
-         << (i == 5 ? " (must be nonzero; negative means a separate classifier)" : " (must be positive)");
-      return os.str();
+      return str("header says ", kNames[i], "=", h[i],
+                 i == 5 ? " (must be nonzero; negative means a separate classifier)" : " (must be positive)");
     }
   }
   Llama2cConfig c;
@@ -45,15 +42,9 @@ std::string llama2c_check(const uint8_t* header, uint64_t file_size, Llama2cConf
   c.shared_classifier = h[5] > 0;
   c.vocab_size = h[5] > 0 ? h[5] : -int64_t(h[5]);
   c.seq_len = h[6];
-  std::ostringstream os;
-  if (c.dim % c.n_heads != 0) {
-    os << "header says dim=" << c.dim << ", not a multiple of n_heads=" << c.n_heads;
-    return os.str();
-  }
-  if (c.n_heads % c.n_kv_heads != 0) {
-    os << "header says n_heads=" << c.n_heads << ", not a multiple of n_kv_heads=" << c.n_kv_heads;
-    return os.str();
-  }
+  if (c.dim % c.n_heads != 0) return str("header says dim=", c.dim, ", not a multiple of n_heads=", c.n_heads);
+  if (c.n_heads % c.n_kv_heads != 0)
+    return str("header says n_heads=", c.n_heads, ", not a multiple of n_kv_heads=", c.n_kv_heads);
   const uint64_t dim = c.dim, hidden = c.hidden_dim, L = c.n_layers, vocab = c.vocab_size, kv = c.kv_dim();
   CheckedSum floats;
   floats.add(vocab, dim);                                 // token_embedding
@@ -71,16 +62,14 @@ std::string llama2c_check(const uint8_t* header, uint64_t file_size, Llama2cConf
   if (!c.shared_classifier) floats.add(vocab, dim);       // wcls
   uint64_t expected = 0;
   if (floats.overflow || !checked_mul(floats.total, 4, &expected) || !checked_add(expected, kLlama2cHeaderBytes, &expected)) {
-    os << "header (dim=" << c.dim << ", hidden_dim=" << c.hidden_dim << ", n_layers=" << c.n_layers
-       << ", vocab_size=" << h[5] << ") implies more than 2^64 bytes";
-    return os.str();
+    return str("header (dim=", c.dim, ", hidden_dim=", c.hidden_dim, ", n_layers=", c.n_layers,
+               ", vocab_size=", h[5], ") implies more than 2^64 bytes");
   }
   if (expected != file_size) {
-    os << "header (dim=" << c.dim << ", hidden_dim=" << c.hidden_dim << ", n_layers=" << c.n_layers
-       << ", n_heads=" << c.n_heads << ", n_kv_heads=" << c.n_kv_heads << ", vocab_size=" << h[5]
-       << ", seq_len=" << c.seq_len << ") implies " << expected << " bytes, but the file has " << file_size
-       << (file_size < expected ? " (truncated?)" : " (trailing bytes?)");
-    return os.str();
+    return str("header (dim=", c.dim, ", hidden_dim=", c.hidden_dim, ", n_layers=", c.n_layers,
+               ", n_heads=", c.n_heads, ", n_kv_heads=", c.n_kv_heads, ", vocab_size=", h[5], ", seq_len=", c.seq_len,
+               ") implies ", expected, " bytes, but the file has ", file_size,
+               file_size < expected ? " (truncated?)" : " (trailing bytes?)");
   }
   *out = c;
   return "";
