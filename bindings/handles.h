@@ -1,0 +1,95 @@
+// The C++ objects JavaScript holds, one EMSCRIPTEN_BINDINGS block each (files.cpp, model.cpp,
+// session.cpp, module.cpp). JS owns them and must call .delete(): web/src wraps that in dispose().
+// Every method is wrapped in guarded(): a C++ exception reaches JS as an Error with the same message.
+#pragma once
+#include <emscripten/val.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "nn/recorder.h"
+#include "runtime/loader.h"
+
+namespace attnlens::bindings {
+
+using emscripten::val;
+
+[[noreturn]] void throw_js_error(const std::string& message);
+
+template <class F>
+auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    throw_js_error("out of memory: the WebAssembly heap cannot grow further (4 GB at most)");
+  } catch (const std::exception& e) {
+    throw_js_error(e.what());
+  }
+}
+
+std::vector<int> to_ints(const val& array, const char* what);  // JS array / Int32Array → ints
+val to_int32_array(const std::vector<int>& v);                  // a copy, as an Int32Array
+
+// The files of one model, filled by JS straight into wasm memory: add() allocates and returns a
+// Uint8Array view of the new buffer, which JS must fill before any other call (a heap growth would
+// detach the view).
+class FileSet {
+ public:
+  val add(const std::string& name, double size);
+  int count() const { return int(files_.size()); }
+  std::vector<runtime::FilePtr> take() { return std::move(files_); }
+
+ private:
+  std::vector<runtime::FilePtr> files_;
+};
+
+class SessionHandle;
+
+class ModelHandle {
+ public:
+  ModelHandle(FileSet& files, const std::string& quantize);
+  std::string describe() const;  // JSON: the model card
+  std::string prompt_format() const;  // JSON: special tokens and how prompts are built
+  bool has_tokenizer() const { return m_->tokenizer() != nullptr; }
+  val tokenize(const std::string& text, bool add_special) const;  // Int32Array
+  val encode_prompt(const std::string& text) const;             // Int32Array, as generation builds it
+  val pieces(const val& ids) const;                              // Array<string>
+  std::string detokenize(const val& ids) const;
+  SessionHandle* new_session(int capacity) const;
+  const std::shared_ptr<const runtime::LoadedModel>& loaded() const { return m_; }
+
+ private:
+  std::shared_ptr<const runtime::LoadedModel> m_;
+};
+
+class SessionHandle {
+ public:
+  explicit SessionHandle(std::shared_ptr<const runtime::LoadedModel> m, int capacity);
+  ~SessionHandle();
+  // Attention recording: off, or these layers/heads (empty arrays = all).
+  void set_attention(bool on, const val& layers, const val& heads);
+  val decode(const val& tokens, bool all_logits);   // Float32Array view, valid until the next call
+  val encode(const val& tokens, const val& token_types);  // hidden states view [n][d_model]
+  val mlm_logits();                                 // view [n][vocab]
+  val attention() const;  // [{kind, layer, heads, queries, keys, queryStart, data: Float32Array view}]
+  int position() const { return s_->position(); }
+  int capacity() const { return s_->cache.capacity(); }
+  double kv_cache_bytes() const { return double(s_->cache.bytes()); }
+  void reset();
+
+  // Generation, one token per step() so JS can yield and abort between tokens.
+  void start(const val& prompt_ids, const std::string& options_json);
+  val step();   // {token, position, text} or null when finished
+  void abort();
+  std::string result() const;  // JSON of the GenerateResult so far
+
+ private:
+  std::shared_ptr<const runtime::LoadedModel> m_;
+  std::unique_ptr<models::Session> s_;
+  nn::AttentionRecorder recorder_;
+  std::unique_ptr<generate::Generation> gen_;
+};
+
+}  // namespace attnlens::bindings

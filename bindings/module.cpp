@@ -1,0 +1,48 @@
+// Module-level functions: errors, conversions, version, memory statistics.
+#include <emscripten/bind.h>
+#include <emscripten/heap.h>
+#include <malloc.h>
+
+#include "bindings/handles.h"
+#include "kernels/kernels.h"
+
+namespace attnlens::bindings {
+
+using namespace emscripten;
+
+void throw_js_error(const std::string& message) {
+  val::global("Error").new_(val(message)).throw_();
+  __builtin_unreachable();
+}
+
+std::vector<int> to_ints(const val& array, const char* what) {
+  const std::string type = array.typeOf().as<std::string>();
+  if (type != "object" || !(array.instanceof(val::global("Array")) || array.instanceof(val::global("Int32Array")) ||
+                            array.instanceof(val::global("Uint32Array")))) {
+    throw_js_error(std::string(what) + " must be an array of integers");
+  }
+  return convertJSArrayToNumberVector<int>(array);
+}
+
+val to_int32_array(const std::vector<int>& v) {
+  return val::global("Int32Array").new_(typed_memory_view(v.size(), v.data()));
+}
+
+// Bytes the engine has allocated (in use) and the size of the wasm heap (which never shrinks).
+val memory_stats() {
+  struct mallinfo mi = mallinfo();
+  val o = val::object();
+  o.set("allocatedBytes", double(mi.uordblks));
+  o.set("heapBytes", double(emscripten_get_heap_size()));
+  o.set("heapMaxBytes", double(emscripten_get_heap_max()));
+  return o;
+}
+
+std::string simd_arch() { return kernels::simd_arch_name(); }
+
+EMSCRIPTEN_BINDINGS(attnlens_module) {
+  function("memoryStats", &memory_stats);
+  function("simdArch", &simd_arch);
+}
+
+}  // namespace attnlens::bindings

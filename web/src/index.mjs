@@ -1,0 +1,49 @@
+// AttnLens: run small transformer models in the browser (or Node) and get every attention weight.
+//
+//   import { loadModel } from 'attnlens';
+//   const model = await loadModel('https://example.com/kjv-gpt2/', { onProgress: (p) => … });
+//   for await (const step of model.stream('And God said', { attentions: true })) …
+//
+// See README.md for the whole API and how attention arrays are laid out.
+import { Model } from './model.mjs';
+import { resolveSource, FetchError } from './sources.mjs';
+import { getModule } from './wasm.mjs';
+
+export { Attentions } from './attentions.mjs';
+export { FetchError, Model };
+
+function checkLoadOptions(o) {
+  if (o === null || typeof o !== 'object') throw new TypeError('loadModel: options must be an object');
+  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError('loadModel: onProgress must be a function');
+  if (o.quantize !== undefined && !['q8_0', 'none'].includes(o.quantize))
+    throw new RangeError(`loadModel: quantize must be "q8_0" or "none", got ${JSON.stringify(o.quantize)}`);
+  if (o.contextLength !== undefined && !(Number.isInteger(o.contextLength) && o.contextLength > 0))
+    throw new RangeError(`loadModel: contextLength must be a positive integer, got ${o.contextLength}`);
+  if (o.signal !== undefined && !(o.signal && typeof o.signal === 'object' && 'aborted' in o.signal))
+    throw new TypeError('loadModel: signal must be an AbortSignal');
+}
+
+/**
+ * Loads a model: a URL (file or Hugging Face-style folder ending in "/"), several URLs, File/Blob
+ * objects, ArrayBuffers / typed arrays, or (in Node) a path. Options: onProgress({loaded, total,
+ * file}), signal, cache (keep downloads in Cache Storage), quantize ("q8_0" quantizes f32 weights at
+ * load), contextLength (KV cache size; default the model's), worker (run it in a Web Worker /
+ * worker_threads: every method then runs off this thread).
+ */
+export async function loadModel(source, options = {}) {
+  checkLoadOptions(options);
+  if (source === undefined || source === null) throw new TypeError('loadModel: source is required');
+  if (options.worker) {
+    const { loadModelInWorker } = await import('./worker-client.mjs');
+    return loadModelInWorker(source, options);
+  }
+  const [files] = await Promise.all([resolveSource(source, options), getModule()]);
+  if (options.signal?.aborted) throw options.signal.reason;
+  return Model.fromFiles(files, { quantize: options.quantize ?? 'none', contextLength: options.contextLength ?? 0 });
+}
+
+/** Engine facts: the SIMD instruction set the kernels were compiled for, wasm memory in use. */
+export async function engineInfo() {
+  const m = await getModule();
+  return { simd: m.simdArch(), ...m.memoryStats() };
+}

@@ -1,0 +1,70 @@
+// Argument checks of the public API: wrong types throw TypeError, values out of range RangeError,
+// both naming the argument.
+
+export function string(v, name) {
+  if (typeof v !== 'string') throw new TypeError(`${name} must be a string, got ${v === null ? 'null' : typeof v}`);
+  return v;
+}
+
+export function tokenIds(v, name, vocab) {
+  if (!(Array.isArray(v) || v instanceof Int32Array || v instanceof Uint32Array || v instanceof Uint16Array))
+    throw new TypeError(`${name} must be an array of token ids, got ${v === null ? 'null' : typeof v}`);
+  if (!v.length) throw new RangeError(`${name} is empty`);
+  const out = Array.from(v);
+  out.forEach((id, i) => {
+    if (!Number.isInteger(id)) throw new TypeError(`${name}[${i}] must be an integer token id, got ${id}`);
+    if (id < 0 || id >= vocab) throw new RangeError(`${name}[${i}] = ${id} is out of range [0, ${vocab})`);
+  });
+  return out;
+}
+
+function number(v, name, { min, max, integer = false, minExclusive = false } = {}) {
+  if (typeof v !== 'number' || Number.isNaN(v)) throw new TypeError(`${name} must be a number, got ${typeof v === 'number' ? 'NaN' : typeof v}`);
+  if (integer && !Number.isInteger(v)) throw new TypeError(`${name} must be an integer, got ${v}`);
+  if (min !== undefined && (minExclusive ? v <= min : v < min))
+    throw new RangeError(`${name} must be ${minExclusive ? '>' : '≥'} ${min}, got ${v}`);
+  if (max !== undefined && v > max) throw new RangeError(`${name} must be ≤ ${max}, got ${v}`);
+  return v;
+}
+
+export function prompt(p) {
+  if (typeof p === 'string') {
+    if (!p.length) throw new RangeError('prompt is empty: give some text to continue (or token ids)');
+    return;
+  }
+  if (!(Array.isArray(p) || ArrayBuffer.isView(p)))
+    throw new TypeError(`prompt must be a string or an array of token ids, got ${p === null ? 'null' : typeof p}`);
+}
+
+/** { layers?: number[], heads?: number[] } | null from true / false / an object. */
+export function attentionOption(v, name) {
+  if (v === undefined || v === false || v === null) return null;
+  if (v === true) return { layers: [], heads: [] };
+  if (typeof v !== 'object') throw new TypeError(`${name} must be true, false or { layers, heads }`);
+  const list = (x, what) => {
+    if (x === undefined) return [];
+    if (!Array.isArray(x) || !x.every((i) => Number.isInteger(i) && i >= 0))
+      throw new TypeError(`${name}.${what} must be an array of non-negative integers`);
+    return x;
+  };
+  return { layers: list(v.layers, 'layers'), heads: list(v.heads, 'heads') };
+}
+
+/** Generation options → what the engine takes (defaults filled in, every value checked). */
+export function generateOptions(p, o) {
+  prompt(p);
+  if (o === null || typeof o !== 'object') throw new TypeError('options must be an object');
+  const engine = {
+    maxNewTokens: number(o.maxNewTokens ?? 128, 'maxNewTokens', { min: 0, integer: true, max: 1 << 20 }),
+    temperature: number(o.temperature ?? 1, 'temperature', { min: 0 }),
+    topK: number(o.topK ?? 0, 'topK', { min: 0, integer: true }),
+    topP: number(o.topP ?? 1, 'topP', { min: 0, max: 1, minExclusive: true }),
+    repetitionPenalty: number(o.repetitionPenalty ?? 1, 'repetitionPenalty', { min: 0, minExclusive: true }),
+    seed: number(o.seed ?? Math.floor(Math.random() * 2 ** 32), 'seed', { min: 0, integer: true, max: Number.MAX_SAFE_INTEGER }),
+    stop: o.stop === undefined ? [] : Array.isArray(o.stop) ? o.stop : [o.stop],
+  };
+  if (!engine.stop.every((s) => typeof s === 'string')) throw new TypeError('stop must be a string or an array of strings');
+  if (o.signal !== undefined && !(typeof o.signal === 'object' && o.signal !== null && 'aborted' in o.signal))
+    throw new TypeError('signal must be an AbortSignal');
+  return { prompt: typeof p === 'string' ? p : null, engine };
+}
