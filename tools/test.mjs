@@ -1,0 +1,51 @@
+#!/usr/bin/env node
+// Every test of AttnLens, as CI runs it (`npm test`):
+//   1. install what is missing (tools/setup.mjs)
+//   2. build native and wasm (engine, Catch2 tests, the JS package's module)
+//   3. Catch2 through CTest: natively, then the same tests compiled to wasm and run under Node
+//   4. node --test tests/js (the JS API, CLI, packaging) and tests/e2e (headless Chromium)
+// Options: --only cpp|js    --skip-setup
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { buildDirs, buildNative, buildWasm, root } from './build.mjs';
+
+const args = process.argv.slice(2);
+const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
+const failures = [];
+
+function step(name, fn) {
+  console.log(`\n=== ${name}`);
+  try {
+    fn();
+  } catch (e) {
+    failures.push(name);
+    console.error(`*** ${name} failed: ${e.message.split('\n')[0]}`);
+  }
+}
+
+if (!args.includes('--skip-setup')) execFileSync('node', [join(root, 'tools/setup.mjs'), '--for', 'test'], { stdio: 'inherit' });
+if (!existsSync(join(root, '..', 'shared')))
+  console.log('\nNOTE: ../shared is absent: the tests that need its models and golden outputs will say SKIPPED.');
+
+const ctest = (dir) => execFileSync('ctest', ['--output-on-failure', '-j', String(cpus().length)], { cwd: dir, stdio: 'inherit' });
+
+if (!only || only === 'cpp') {
+  step('build native', () => buildNative());
+  step('C++ tests (native)', () => ctest(buildDirs.native));
+}
+step('build wasm', () => buildWasm());
+if (!only || only === 'cpp') step('C++ tests (wasm, under Node)', () => ctest(buildDirs.wasm));
+if (!only || only === 'js') {
+  for (const dir of ['tests/js', 'tests/e2e']) {
+    if (!existsSync(join(root, dir))) continue;
+    step(`node --test ${dir}`, () => {
+      const r = spawnSync('node', ['--test', '--test-concurrency=1', dir], { cwd: root, stdio: 'inherit' });
+      if (r.status !== 0) throw new Error(`exit code ${r.status}`);
+    });
+  }
+}
+
+console.log(failures.length ? `\nFAILED: ${failures.join(', ')}` : '\nAll tests passed.');
+process.exit(failures.length ? 1 : 0);
