@@ -7,10 +7,11 @@
 // See README.md for the whole API and how attention arrays are laid out.
 import { Model } from './model.mjs';
 import { resolveSource, FetchError } from './sources.mjs';
+import { Tokenizer } from './tokenizer.mjs';
 import { getModule } from './wasm.mjs';
 
 export { Attentions } from './attentions.mjs';
-export { FetchError, Model };
+export { FetchError, Model, Tokenizer };
 
 function checkLoadOptions(o) {
   if (o === null || typeof o !== 'object') throw new TypeError('loadModel: options must be an object');
@@ -40,6 +41,17 @@ export async function loadModel(source, options = {}) {
   const [files] = await Promise.all([resolveSource(source, options), getModule()]);
   if (options.signal?.aborted) throw options.signal.reason;
   return Model.fromFiles(files, { quantize: options.quantize ?? 'none', contextLength: options.contextLength ?? 0 });
+}
+
+/**
+ * Loads a tokenizer alone: tokenizer.bin (llama2.c; pass vocabSize if the file has extra records),
+ * tokenizer.json, or a GGUF (its embedded tokenizer). Same sources as loadModel, one file.
+ */
+export async function loadTokenizer(source, options = {}) {
+  checkLoadOptions(options);
+  const files = await resolveSource(source, options);
+  if (files.length !== 1) throw new RangeError(`loadTokenizer: expected one file, got ${files.length}`);
+  return Tokenizer.fromFile(files[0], options.vocabSize ?? 0);
 }
 
 /** Engine facts: the SIMD instruction set the kernels were compiled for, wasm memory in use. */

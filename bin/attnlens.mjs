@@ -1,0 +1,228 @@
+#!/usr/bin/env node
+// attnlens: the command line of AttnLens (runs the same WebAssembly engine as the browser).
+//
+//   attnlens generate  --model PATH [--tokenizer PATH] --prompt TEXT [--max-tokens N] [--temperature T]
+//                      [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--quantize q8_0] [--json]
+//   attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--max-tokens N] [sampling flags]
+//                      [--layer L] [--head H] --json
+//   attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--json]
+//   attnlens info      --model PATH [--tokenizer PATH]
+//
+// PATH is a file or a Hugging Face-style folder; a name from models/manifest.json (e.g. kjv-gpt2)
+// also works. These flags are a stable interface: other tools rely on them.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const api = () => import('../web/src/index.mjs');
+
+const USAGE = `usage:
+  attnlens generate  --model PATH [--tokenizer PATH] --prompt TEXT [--max-tokens N] [--temperature T]
+                     [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop TEXT] [--quantize q8_0] [--json]
+  attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--max-tokens N] [sampling flags]
+                     [--layer L] [--head H] --json
+  attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--json]
+  attnlens info      --model PATH [--tokenizer PATH]
+
+PATH: a model file (.bin, .gguf, .safetensors), a Hugging Face-style folder, or a built-in model name.
+generate --json prints {"tokens", "text", "prefill_ms", "decode_tokens_per_s"}; attention --json prints
+{"tokens", "pieces", "attention": [layer][head][query][key]} over every position (0 past the query).
+Defaults: --max-tokens 128, --temperature 1, --top-k 0 (off), --top-p 1, --seed random.`;
+
+const OPTIONS = {
+  model: { type: 'string' },
+  tokenizer: { type: 'string' },
+  prompt: { type: 'string' },
+  text: { type: 'string' },
+  'max-tokens': { type: 'string' },
+  temperature: { type: 'string' },
+  'top-k': { type: 'string' },
+  'top-p': { type: 'string' },
+  'repetition-penalty': { type: 'string' },
+  seed: { type: 'string' },
+  stop: { type: 'string', multiple: true },
+  layer: { type: 'string' },
+  head: { type: 'string' },
+  quantize: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+class UsageError extends Error {}
+
+function number(flags, name, { integer = false } = {}) {
+  const v = flags[name];
+  if (v === undefined) return undefined;
+  const x = Number(v);
+  if (v.trim() === '' || !Number.isFinite(x) || (integer && !Number.isInteger(x)))
+    throw new UsageError(`--${name} must be ${integer ? 'an integer' : 'a number'}, got "${v}"`);
+  return x;
+}
+
+// A built-in model name → its folder under models/.
+function resolvePath(p) {
+  if (existsSync(p)) return p;
+  const manifest = join(here, '..', 'models', 'manifest.json');
+  if (existsSync(manifest)) {
+    const m = JSON.parse(readFileSync(manifest, 'utf8')).models?.find((x) => x.name === p);
+    if (m) return join(here, '..', 'models', m.name);
+  }
+  throw new UsageError(`${p}: no such file or folder (nor a built-in model name)`);
+}
+
+async function openModel(flags) {
+  if (!flags.model) throw new UsageError('--model PATH is required');
+  const { loadModel } = await api();
+  const sources = [resolvePath(flags.model)];
+  if (flags.tokenizer) sources.push(resolvePath(flags.tokenizer));
+  if (flags.quantize !== undefined && !['q8_0', 'none'].includes(flags.quantize))
+    throw new UsageError(`--quantize must be q8_0 or none, got "${flags.quantize}"`);
+  return loadModel(sources, { quantize: flags.quantize ?? 'none' });
+}
+
+function generateOptions(flags) {
+  const o = {
+    maxNewTokens: number(flags, 'max-tokens', { integer: true }) ?? 128,
+    temperature: number(flags, 'temperature'),
+    topK: number(flags, 'top-k', { integer: true }),
+    topP: number(flags, 'top-p'),
+    repetitionPenalty: number(flags, 'repetition-penalty'),
+    seed: number(flags, 'seed', { integer: true }),
+    stop: flags.stop,
+  };
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}
+
+function requirePrompt(flags) {
+  if (flags.prompt === undefined) throw new UsageError('--prompt TEXT is required');
+  return flags.prompt;
+}
+
+async function generate(flags) {
+  const prompt = requirePrompt(flags);
+  const model = await openModel(flags);
+  try {
+    if (!flags.json) {
+      // Stream to stdout as tokens arrive.
+      for await (const step of model.stream(prompt, generateOptions(flags))) process.stdout.write(step.text);
+      process.stdout.write('\n');
+      return;
+    }
+    const r = await model.generate(prompt, generateOptions(flags));
+    const out = {
+      tokens: r.tokens,
+      text: r.text,
+      prefill_ms: r.timings.prefillMs,
+      decode_tokens_per_s: r.timings.tokensPerSecond,
+    };
+    if (r.source) out.source = r.source;
+    out.finish_reason = r.finishReason;
+    out.seed = r.seed;
+    console.log(JSON.stringify(out));
+  } finally {
+    await model.dispose();
+  }
+}
+
+async function attention(flags) {
+  const prompt = requirePrompt(flags);
+  const layer = number(flags, 'layer', { integer: true });
+  const head = number(flags, 'head', { integer: true });
+  const model = await openModel(flags);
+  try {
+    const { layers, heads } = model.info;
+    if (layer !== undefined && (layer < 0 || layer >= layers)) throw new UsageError(`--layer ${layer} is out of range [0, ${layers})`);
+    if (head !== undefined && (head < 0 || head >= heads)) throw new UsageError(`--head ${head} is out of range [0, ${heads})`);
+    const r = await model.generate(prompt, generateOptions(flags));
+    // One forward pass over every token gives the complete matrices (equal to what generation
+    // computed step by step through the KV cache), the last token's row included.
+    const select = { layers: layer === undefined ? [] : [layer], heads: head === undefined ? [] : [head] };
+    const encdec = model.info.kind === 'encoder-decoder';
+    const f = await model.forward(encdec ? { source: r.source, target: r.tokens } : r.tokens, { attentions: select });
+    const pick = (kind) =>
+      f.attentions.layers(kind).map((l) => {
+        const rec = f.attentions.layer(l, kind);
+        const hs = head === undefined ? [...Array(rec.heads).keys()] : [head];
+        return hs.map((h) => {
+          const m = f.attentions.get(l, h, kind);
+          return Array.from({ length: rec.queries }, (_, q) => Array.from(m.subarray(q * rec.keys, (q + 1) * rec.keys)));
+        });
+      });
+    const out = {
+      tokens: r.tokens,
+      pieces: r.pieces,
+      layers: layer === undefined ? [...Array(layers).keys()] : [layer],
+      heads: head === undefined ? [...Array(heads).keys()] : [head],
+      attention: pick('self'),
+    };
+    if (encdec) {
+      out.source = r.source;
+      out.source_pieces = await model.pieces(r.source);
+      out.cross_attention = pick('cross');
+      out.encoder_attention = pick('encoder');
+    }
+    out.text = r.text;
+    console.log(JSON.stringify(out));
+  } finally {
+    await model.dispose();
+  }
+}
+
+async function tokenize(flags) {
+  if (flags.text === undefined) throw new UsageError('--text TEXT is required');
+  if (!flags.model && !flags.tokenizer) throw new UsageError('--model PATH or --tokenizer PATH is required');
+  let r;
+  if (flags.model) {
+    const model = await openModel(flags);
+    try {
+      // As generation feeds it (e.g. BOS first for Llama).
+      r = await model.tokenize(flags.text);
+    } finally {
+      await model.dispose();
+    }
+  } else {
+    const { loadTokenizer } = await api();
+    const t = await loadTokenizer(resolvePath(flags.tokenizer));
+    r = t.tokenize(flags.text);
+    t.dispose();
+  }
+  console.log(flags.json ? JSON.stringify({ ids: r.ids, pieces: r.pieces }) : r.ids.join(' '));
+}
+
+async function info(flags) {
+  const model = await openModel(flags);
+  try {
+    console.log(JSON.stringify(model.info, null, 2));
+  } finally {
+    await model.dispose();
+  }
+}
+
+async function main(argv) {
+  const [command, ...rest] = argv;
+  let flags;
+  try {
+    ({ values: flags } = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false }));
+  } catch (e) {
+    throw new UsageError(e.message);
+  }
+  if (!command || command === '--help' || command === '-h' || flags.help) {
+    console.log(USAGE);
+    return;
+  }
+  const commands = { generate, attention, tokenize, info };
+  if (!commands[command]) throw new UsageError(`unknown command "${command}"`);
+  if (command === 'attention' && !flags.json) throw new UsageError('attention prints JSON: add --json');
+  await commands[command](flags);
+}
+
+main(process.argv.slice(2)).catch((e) => {
+  if (e instanceof UsageError) {
+    console.error(`attnlens: ${e.message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  console.error(`attnlens: ${e.message}`);
+  process.exit(1);
+});
