@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -16,16 +17,32 @@ namespace attnlens::bindings {
 
 using emscripten::val;
 
-[[noreturn]] void throw_js_error(const std::string& message);
+// Errors never cross into JavaScript as exceptions: a JS exception unwinding through wasm frames runs
+// no destructors, so the C++ exception object, Embind's argument copies (strings, val handles) and
+// the call's locals would leak on every failed call. Instead guarded() catches, stores the message
+// and returns an empty value; web/src/wasm.mjs wraps every bound method and constructor so that
+// JavaScript throws an Error with that message right after the call returned (failed()/takeError()).
+std::string& last_error();
 
 template <class F>
 auto guarded(F&& f) -> decltype(f()) {
+  using R = decltype(f());
   try {
     return f();
   } catch (const std::bad_alloc&) {
-    throw_js_error("out of memory: the WebAssembly heap cannot grow further (4 GB at most)");
+    last_error() = "out of memory: the WebAssembly heap cannot grow further (4 GB at most)";
   } catch (const std::exception& e) {
-    throw_js_error(e.what());
+    last_error() = e.what();
+    if (last_error().empty()) last_error() = "unknown engine error";
+  } catch (...) {
+    last_error() = "unknown engine error";
+  }
+  if constexpr (std::is_void_v<R>) {
+    return;
+  } else if constexpr (std::is_same_v<R, val>) {
+    return val::undefined();
+  } else {
+    return R{};
   }
 }
 

@@ -1,4 +1,4 @@
-// Module-level functions: errors, conversions, version, memory statistics.
+// Module-level functions: the last error, conversions, version, memory statistics.
 #include <emscripten/bind.h>
 #include <emscripten/heap.h>
 #include <malloc.h>
@@ -10,16 +10,24 @@ namespace attnlens::bindings {
 
 using namespace emscripten;
 
-void throw_js_error(const std::string& message) {
-  val::global("Error").new_(val(message)).throw_();
-  __builtin_unreachable();
+std::string& last_error() {
+  static std::string message;
+  return message;
+}
+
+bool failed() { return !last_error().empty(); }
+
+std::string take_error() {
+  std::string m;
+  m.swap(last_error());
+  return m;
 }
 
 std::vector<int> to_ints(const val& array, const char* what) {
   const std::string type = array.typeOf().as<std::string>();
   if (type != "object" || !(array.instanceof(val::global("Array")) || array.instanceof(val::global("Int32Array")) ||
                             array.instanceof(val::global("Uint32Array")))) {
-    throw_js_error(std::string(what) + " must be an array of integers");
+    fail(what, " must be an array of integers");
   }
   return convertJSArrayToNumberVector<int>(array);
 }
@@ -43,6 +51,8 @@ std::string simd_arch() { return kernels::simd_arch_name(); }
 EMSCRIPTEN_BINDINGS(attnlens_module) {
   function("memoryStats", &memory_stats);
   function("simdArch", &simd_arch);
+  function("failed", &failed);
+  function("takeError", &take_error);
 }
 
 }  // namespace attnlens::bindings
