@@ -1,0 +1,31 @@
+# Kernel micro-benchmarks (bench/kernels.mjs runs them). Included at the end of the top-level
+# CMakeLists.txt:   include(bench/CMakeLists.kernels.cmake)
+#
+#   bench_kernels         bench/kernels/bench_kernels.cpp linked with attnlens_kernels only (not the
+#                         runtime), so it builds while the upper layers are mid-edit. Native: -march=native
+#                         xsimd; wasm: SIMD128 (xsimd's sse4.1 arch mapped by emscripten).
+#   bench_kernels_scalar  (wasm only) the same source with ATTNLENS_BENCH_SCALAR, compiled with the scalar
+#                         references and core WITHOUT -msimd128: "wasm scalar" is code that cannot use
+#                         SIMD, so the SIMD/scalar ratio is not flattered or hidden by auto-vectorisation.
+# The source sits in bench/kernels/ so that the bench/*.cpp glob does not make a second target of it.
+if(ATTNLENS_BENCH AND TARGET attnlens_kernels)
+  set(_kbench_src ${CMAKE_SOURCE_DIR}/bench/kernels/bench_kernels.cpp)
+  if(EMSCRIPTEN)
+    set(_kbench_link -sENVIRONMENT=node -sEXIT_RUNTIME=1 -sNODERAWFS=1 -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB)
+  endif()
+
+  add_executable(bench_kernels ${_kbench_src})
+  target_link_libraries(bench_kernels PRIVATE attnlens_kernels)
+  if(EMSCRIPTEN)
+    target_link_options(bench_kernels PRIVATE ${_kbench_link})
+  endif()
+
+  if(EMSCRIPTEN)
+    file(GLOB _kbench_core CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/core/*.cpp)
+    add_executable(bench_kernels_scalar ${_kbench_src} ${CMAKE_SOURCE_DIR}/src/kernels/reference.cpp ${_kbench_core})
+    target_include_directories(bench_kernels_scalar PRIVATE ${CMAKE_SOURCE_DIR}/src)
+    target_compile_definitions(bench_kernels_scalar PRIVATE ATTNLENS_BENCH_SCALAR=1)
+    # No SIMD_FLAGS (no -msimd128): clang cannot emit v128 code for these files.
+    target_link_options(bench_kernels_scalar PRIVATE ${_kbench_link})
+  endif()
+endif()

@@ -1,0 +1,304 @@
+// Kernel micro-benchmark: GFLOP/s of matmul / matvec (f32 and q8_0) at small-model sizes, and GB/s of
+// weights streamed. One JSON line per case on stdout; bench/kernels.mjs runs the native and wasm builds
+// and prints the table.
+//
+// Built three ways (bench/CMakeLists.kernels.cmake):
+//   bench_kernels         native (-march=native) or wasm SIMD128: the xsimd kernels, and with --ref the
+//                         scalar references compiled with the same flags;
+//   bench_kernels_scalar  wasm WITHOUT -msimd128, only the scalar references (ATTNLENS_BENCH_SCALAR):
+//                         "wasm scalar" in the table, so SIMD/scalar compares vector code with code that
+//                         cannot be vectorised.
+//
+// Method (the model-level anchors' method, scaled down): per case, untimed warm-up calls for at least
+// --warm-ms (V8 runs wasm in its baseline tier first and optimises hot functions later), then --reps
+// timed repetitions of enough calls to last --rep-ms each; the median per-call time is reported, with
+// the fastest and slowest repetition. The weights are the same on every call, so a matrix that fits
+// in the caches is timed in cache; the "decode" cases walk a whole stories15M-shaped layer stack
+// (distinct weights, 15.2M of them) the way one decode step does, and the *_32000 / 4096×8192 cases
+// are larger than the 32 MiB L3.
+//
+// Usage: bench_kernels [--filter SUBSTR] [--ref] [--no-simd] [--quick] [--reps N] [--warm-ms MS] [--rep-ms MS]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "kernels/kernels.h"
+
+namespace k = attnlens::kernels;
+
+namespace {
+
+#if defined(__EMSCRIPTEN__) && defined(__wasm_simd128__)
+const char* kPlatform = "wasm";
+#elif defined(__EMSCRIPTEN__)
+const char* kPlatform = "wasm-scalar";
+#else
+const char* kPlatform = "native";
+#endif
+
+struct Options {
+  std::string filter;
+  bool ref = false;    // also time the scalar references (the SIMD build)
+  bool simd = true;    // time the vector kernels
+  int reps = 7;
+  double warm_ms = 400;
+  double rep_ms = 80;
+};
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Median per-call time in ms, with the fastest and slowest repetition.
+struct Timing {
+  double median, min, max;
+};
+
+Timing time_it(const Options& o, const std::function<void()>& fn) {
+  double t0 = now_ms();
+  int calls = 0;
+  do {
+    fn();
+    ++calls;
+  } while (now_ms() - t0 < o.warm_ms || calls < 2);
+  // Calls per repetition so one repetition lasts about rep_ms.
+  double t1 = now_ms();
+  fn();
+  double one = std::max(now_ms() - t1, 1e-4);
+  int per_rep = std::max(1, int(o.rep_ms / one));
+  std::vector<double> t;
+  for (int r = 0; r < o.reps; ++r) {
+    double s = now_ms();
+    for (int i = 0; i < per_rep; ++i) fn();
+    t.push_back((now_ms() - s) / per_rep);
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t.front(), t.back()};
+}
+
+std::vector<float> randn(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Random q8_0 blocks (scales around 0.01, q uniform in [-127, 127]); no quantizer needed, so the
+// scalar build only links the references.
+std::vector<uint8_t> rand_q8_0(size_t rows, size_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> q(-127, 127);
+  std::uniform_real_distribution<float> d(0.005f, 0.02f);
+  const size_t blocks = rows * k / attnlens::kQ8BlockSize;
+  std::vector<uint8_t> out(blocks * attnlens::kQ8BlockBytes);
+  for (size_t b = 0; b < blocks; ++b) {
+    uint8_t* p = out.data() + b * attnlens::kQ8BlockBytes;
+    uint16_t h = attnlens::f32_to_f16(d(rng));
+    std::memcpy(p, &h, 2);
+    for (int i = 0; i < attnlens::kQ8BlockSize; ++i) p[2 + i] = uint8_t(int8_t(q(rng)));
+  }
+  return out;
+}
+
+double checksum(const std::vector<float>& y) {
+  double s = 0;
+  for (float v : y) s += v;
+  return s;
+}
+
+void print_line(const char* variant, const char* kernel, const char* dtype, int n, int kk, int m, double flops,
+                double weight_bytes, const Timing& t, double sum) {
+  std::printf(
+      "{\"platform\":\"%s\",\"variant\":\"%s\",\"kernel\":\"%s\",\"dtype\":\"%s\",\"n\":%d,\"k\":%d,\"m\":%d,"
+      "\"ms\":%.5f,\"ms_min\":%.5f,\"ms_max\":%.5f,\"gflops\":%.3f,\"gbps\":%.3f,\"arch\":\"%s\",\"width\":%d,"
+      "\"checksum\":%.6g}\n",
+      kPlatform, variant, kernel, dtype, n, kk, m, t.median, t.min, t.max, flops / (t.median * 1e6),
+      weight_bytes / (t.median * 1e6),
+#ifdef ATTNLENS_BENCH_SCALAR
+      "scalar", 1,
+#else
+      variant[0] == 'r' ? "scalar" : k::simd_arch_name(), variant[0] == 'r' ? 1 : k::simd_width(),
+#endif
+      sum);
+  std::fflush(stdout);
+}
+
+bool selected(const Options& o, const std::string& name) {
+  return o.filter.empty() || name.find(o.filter) != std::string::npos;
+}
+
+struct Shape {
+  int n, k, m;
+};
+
+// Matrix sizes: stories15M (dim 288, hidden 768, vocab 32000), stories110M (768, 2048), plus a
+// 128 MiB f32 matrix for streaming from memory.
+const Shape kMatvecShapes[] = {{1, 288, 288},  {1, 288, 768},    {1, 768, 288},  {1, 768, 2048},
+                               {1, 288, 32000}, {1, 768, 32000}, {1, 4096, 8192}};
+const Shape kMatmulShapes[] = {{4, 288, 288},   {16, 288, 768},  {64, 288, 288},
+                               {64, 288, 768}, {64, 768, 288}, {256, 768, 768}, {64, 768, 2048}};
+
+void bench_f32(const Options& o, const Shape& s, bool quick) {
+  const bool mv = s.n == 1;
+  char name[96];
+  std::snprintf(name, sizeof name, "%s_f32 %dx%dx%d", mv ? "matvec" : "matmul", s.n, s.k, s.m);
+  if (!selected(o, name)) return;
+  if (quick && size_t(s.k) * s.m > (size_t(1) << 24)) return;
+  auto x = randn(size_t(s.n) * s.k, 1), w = randn(size_t(s.m) * s.k, 2), b = randn(s.m, 3);
+  std::vector<float> y(size_t(s.n) * s.m);
+  const double flops = 2.0 * s.n * s.k * s.m, bytes = 4.0 * s.k * s.m;
+  const char* kernel = mv ? "matvec" : "matmul";
+#ifndef ATTNLENS_BENCH_SCALAR
+  if (o.simd) {
+    Timing t = time_it(o, [&] {
+      if (mv) k::matvec(x.data(), w.data(), b.data(), y.data(), s.k, s.m);
+      else k::matmul(x.data(), w.data(), b.data(), y.data(), s.n, s.k, s.m);
+    });
+    print_line("simd", kernel, "f32", s.n, s.k, s.m, flops, bytes, t, checksum(y));
+  }
+#endif
+  if (o.ref) {
+    Timing t = time_it(o, [&] {
+      if (mv) k::ref::matvec(x.data(), w.data(), b.data(), y.data(), s.k, s.m);
+      else k::ref::matmul(x.data(), w.data(), b.data(), y.data(), s.n, s.k, s.m);
+    });
+    print_line("ref", kernel, "f32", s.n, s.k, s.m, flops, bytes, t, checksum(y));
+  }
+}
+
+void bench_q8(const Options& o, const Shape& s, bool quick) {
+  const bool mv = s.n == 1;
+  char name[96];
+  std::snprintf(name, sizeof name, "%s_q8_0 %dx%dx%d", mv ? "matvec" : "matmul", s.n, s.k, s.m);
+  if (!selected(o, name)) return;
+  if (quick && size_t(s.k) * s.m > (size_t(1) << 24)) return;
+  auto x = randn(size_t(s.n) * s.k, 1), b = randn(s.m, 3);
+  auto w = rand_q8_0(s.m, s.k, 2);
+  std::vector<float> y(size_t(s.n) * s.m);
+  const double flops = 2.0 * s.n * s.k * s.m, bytes = double(w.size());
+  const char* kernel = mv ? "matvec" : "matmul";
+#ifndef ATTNLENS_BENCH_SCALAR
+  if (o.simd) {
+    Timing t = time_it(o, [&] {
+      if (mv) k::matvec_q8_0(x.data(), w.data(), b.data(), y.data(), s.k, s.m);
+      else k::matmul_q8_0(x.data(), w.data(), b.data(), y.data(), s.n, s.k, s.m);
+    });
+    print_line("simd", kernel, "q8_0", s.n, s.k, s.m, flops, bytes, t, checksum(y));
+  }
+#endif
+  if (o.ref) {
+    Timing t = time_it(o, [&] {
+      if (mv) k::ref::matvec_q8_0(x.data(), w.data(), b.data(), y.data(), s.k, s.m);
+      else k::ref::matmul_q8_0(x.data(), w.data(), b.data(), y.data(), s.n, s.k, s.m);
+    });
+    print_line("ref", kernel, "q8_0", s.n, s.k, s.m, flops, bytes, t, checksum(y));
+  }
+}
+
+// One decode step's linear layers of a stories15M-shaped model (dim 288, hidden 768, 6 layers,
+// vocab 32000, untied classifier): per layer wq, wk, wv, wo [288, 288], w1, w3 [768, 288],
+// w2 [288, 768], then the classifier [32000, 288]. 15.2M distinct weights, run as matvecs in that
+// order; "m" in the output is the number of matvecs. tokens/s of these matvecs alone = 1000 / ms.
+void bench_decode(const Options& o, bool q8) {
+  const char* name = q8 ? "decode_q8_0 stories15M" : "decode_f32 stories15M";
+  if (!selected(o, name)) return;
+  const int dim = 288, hidden = 768, layers = 6, vocab = 32000;
+  struct Mat {
+    int k, m;
+    size_t off;  // in floats (f32) or bytes (q8_0)
+  };
+  std::vector<Mat> mats;
+  size_t total = 0, weights = 0;
+  auto add = [&](int kk, int m) {
+    mats.push_back({kk, m, total});
+    total += q8 ? size_t(m) * kk / 32 * 34 : size_t(m) * kk;
+    weights += size_t(m) * kk;
+  };
+  for (int l = 0; l < layers; ++l) {
+    for (int i = 0; i < 4; ++i) add(dim, dim);
+    add(dim, hidden);
+    add(dim, hidden);
+    add(hidden, dim);
+  }
+  add(dim, vocab);
+  std::vector<float> wf;
+  std::vector<uint8_t> wq;
+  if (q8) wq = rand_q8_0(1, total / 34 * 32, 7);
+  else wf = randn(total, 7);
+  auto x = randn(hidden, 8);
+  std::vector<float> y(vocab);
+  const double flops = 2.0 * double(weights), bytes = q8 ? double(total) : 4.0 * double(total);
+  auto run = [&](bool ref) {
+    for (const Mat& mt : mats) {
+      if (q8) {
+        if (ref) k::ref::matvec_q8_0(x.data(), wq.data() + mt.off, nullptr, y.data(), mt.k, mt.m);
+        else k::matvec_q8_0(x.data(), wq.data() + mt.off, nullptr, y.data(), mt.k, mt.m);
+      } else {
+        if (ref) k::ref::matvec(x.data(), wf.data() + mt.off, nullptr, y.data(), mt.k, mt.m);
+        else k::matvec(x.data(), wf.data() + mt.off, nullptr, y.data(), mt.k, mt.m);
+      }
+    }
+  };
+  (void)run;
+#ifndef ATTNLENS_BENCH_SCALAR
+  if (o.simd) {
+    Timing t = time_it(o, [&] { run(false); });
+    print_line("simd", "decode", q8 ? "q8_0" : "f32", 1, int(weights), int(mats.size()), flops, bytes, t, checksum(y));
+  }
+#endif
+  if (o.ref) {
+    Timing t = time_it(o, [&] { run(true); });
+    print_line("ref", "decode", q8 ? "q8_0" : "f32", 1, int(weights), int(mats.size()), flops, bytes, t, checksum(y));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  bool quick = false;
+#ifdef ATTNLENS_BENCH_SCALAR
+  o.ref = true;
+  o.simd = false;
+#endif
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--filter") o.filter = next();
+    else if (a == "--ref") o.ref = true;
+    else if (a == "--no-simd") o.simd = false;
+    else if (a == "--quick") quick = true;
+    else if (a == "--reps") o.reps = std::max(1, std::atoi(next()));
+    else if (a == "--warm-ms") o.warm_ms = std::atof(next());
+    else if (a == "--rep-ms") o.rep_ms = std::atof(next());
+    else {
+      std::fprintf(stderr,
+                   "usage: bench_kernels [--filter SUBSTR] [--ref] [--no-simd] [--quick] [--reps N] [--warm-ms MS] "
+                   "[--rep-ms MS]\n");
+      return 2;
+    }
+  }
+  if (quick) {
+    o.reps = std::min(o.reps, 3);
+    o.warm_ms = std::min(o.warm_ms, 100.0);
+    o.rep_ms = std::min(o.rep_ms, 30.0);
+  }
+  for (const Shape& s : kMatvecShapes) bench_f32(o, s, quick);
+  for (const Shape& s : kMatmulShapes) bench_f32(o, s, quick);
+  for (const Shape& s : kMatvecShapes) bench_q8(o, s, quick);
+  for (const Shape& s : kMatmulShapes) bench_q8(o, s, quick);
+  bench_decode(o, false);
+  bench_decode(o, true);
+  return 0;
+}
