@@ -1,6 +1,8 @@
 // Every vector kernel equals its scalar reference, on awkward sizes that exercise the vector body,
 // the unrolled body and the scalar tail (1, 3, 17, 63, 257, …).
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -25,6 +27,7 @@ std::vector<float> randn(size_t n, uint32_t seed, float sd = 1.f) {
 
 // Relative tolerance for a sum of n products of unit-variance values.
 double dot_tol(int n) { return 2e-6 * std::sqrt(double(n)) * 4 + 1e-6; }
+
 
 }  // namespace
 
@@ -63,12 +66,70 @@ TEST_CASE("matvec and matmul equal the scalar reference", "[kernels]") {
   }
 }
 
+namespace {
+
+// matvec_q8_0 / matmul_q8_0 quantize x too (kernels.h): per 32-block, dx = amax/127 and
+// xq = round(x/dx), so |x − dx·xq| ≤ dx·(1/2 + 2·127·2⁻²⁴) (the rounding, plus the float error of
+// x·(1/dx) before it; |x/dx| ≤ 127). The integer block sums are exact, so against f32 math on the
+// dequantized weights (d·q) the kernel can differ by at most, per output,
+//   Σ_blocks |d|·dx·(1/2 + 2⁻¹⁶)·Σ|q|   (worst case: every rounding error aligned)
+// plus float rounding (dot_tol). The bound grows like k, the typical error like √k: for Gaussian
+// data and k = 288 it is about 2.0, against |y| ≈ 17 and an RMS error ≈ 0.09 (checked below).
+std::vector<double> q8_act_bound(const std::vector<float>& x, const std::vector<uint8_t>& wq, int n, int kk, int m) {
+  std::vector<double> bound(size_t(n) * m);
+  const int nb = kk / 32;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < m; ++j) {
+      double s = 0;
+      for (int b = 0; b < nb; ++b) {
+        float amax = 0;
+        for (int t = 0; t < 32; ++t) amax = std::fmax(amax, std::fabs(x[size_t(i) * kk + b * 32 + t]));
+        const uint8_t* blk = wq.data() + (size_t(j) * nb + b) * 34;
+        uint16_t h;
+        std::memcpy(&h, blk, 2);
+        double qsum = 0;
+        for (int t = 0; t < 32; ++t) qsum += std::abs(int(int8_t(blk[2 + t])));
+        s += std::fabs(attnlens::f16_to_f32(h)) * (amax / 127.0) * (0.5 + 1.0 / 65536) * qsum;
+      }
+      bound[size_t(i) * m + j] = s + dot_tol(kk);
+    }
+  }
+  return bound;
+}
+
+// Expected squared error of the same sum if each rounding error is uniform in ±dx/2 and
+// independent: Σ_blocks d²·dx²/12·Σq².
+double q8_act_variance(const std::vector<float>& x, const std::vector<uint8_t>& wq, int i, int j, int kk) {
+  const int nb = kk / 32;
+  double v = 0;
+  for (int b = 0; b < nb; ++b) {
+    float amax = 0;
+    for (int t = 0; t < 32; ++t) amax = std::fmax(amax, std::fabs(x[size_t(i) * kk + b * 32 + t]));
+    const uint8_t* blk = wq.data() + (size_t(j) * nb + b) * 34;
+    uint16_t h;
+    std::memcpy(&h, blk, 2);
+    const double d = attnlens::f16_to_f32(h), dx = amax / 127.0;
+    double q2 = 0;
+    for (int t = 0; t < 32; ++t) q2 += double(int8_t(blk[2 + t])) * int8_t(blk[2 + t]);
+    v += d * d * dx * dx / 12 * q2;
+  }
+  return v;
+}
+
+std::vector<uint8_t> quantize_rows(const std::vector<float>& wf, int m, int kk) {
+  std::vector<uint8_t> wq(size_t(m) * kk / 32 * 34);
+  for (int j = 0; j < m; ++j) k::quantize_row_q8_0(wf.data() + size_t(j) * kk, wq.data() + size_t(j) * kk / 32 * 34, kk);
+  return wq;
+}
+
+}  // namespace
+
 TEST_CASE("q8_0 quantize, dequantize, matvec and matmul", "[kernels]") {
-  for (int kk : {32, 64, 96, 288}) {
+  double err2 = 0, predicted2 = 0;
+  for (int kk : {32, 64, 96, 288, 768}) {
     for (int m : {1, 3, 5, 17}) {
       auto wf = randn(size_t(m) * kk, 40 + kk);
-      std::vector<uint8_t> wq(size_t(m) * kk / 32 * 34);
-      for (int j = 0; j < m; ++j) k::quantize_row_q8_0(wf.data() + size_t(j) * kk, wq.data() + size_t(j) * kk / 32 * 34, kk);
+      auto wq = quantize_rows(wf, m, kk);
       // Dequantized weights are within half a quantization step (d/2, d = amax/127) of the originals,
       // plus the error of storing d as f16: |q|·|d - f16(d)| ≤ 127·|d - f16(d)|.
       std::vector<float> deq(wf.size());
@@ -83,19 +144,82 @@ TEST_CASE("q8_0 quantize, dequantize, matvec and matmul", "[kernels]") {
       }
       for (int n : {1, 2, 5}) {
         auto x = randn(size_t(n) * kk, 50 + n), bias = randn(m, 60);
-        std::vector<float> y(size_t(n) * m), yr(size_t(n) * m), yf(size_t(n) * m);
+        std::vector<float> y(size_t(n) * m), yr(size_t(n) * m), yf(size_t(n) * m), yq(size_t(n) * m);
         k::matmul_q8_0(x.data(), wq.data(), bias.data(), y.data(), n, kk, m);
         k::ref::matmul_q8_0(x.data(), wq.data(), bias.data(), yr.data(), n, kk, m);
         k::ref::matmul(x.data(), deq.data(), bias.data(), yf.data(), n, kk, m);
+        for (int i = 0; i < n; ++i)
+          k::ref::matvec_q8_0_qx(x.data() + size_t(i) * kk, wq.data(), bias.data(), yq.data() + size_t(i) * m, kk, m);
+        const auto bound = q8_act_bound(x, wq, n, kk, m);
         INFO("n=" << n << " k=" << kk << " m=" << m);
-        CHECK(max_abs_diff(y, yr) <= dot_tol(kk));
-        CHECK(max_abs_diff(y, yf) <= dot_tol(kk));  // same as f32 math on the dequantized weights
+        CHECK(max_abs_diff(yr, yf) <= dot_tol(kk));  // the f32-activation reference is f32 math on d·q
+        CHECK(max_abs_diff(y, yq) <= dot_tol(kk));   // the kernel's own arithmetic, to float rounding
+        for (size_t o = 0; o < y.size(); ++o) {
+          CHECK(std::fabs(y[o] - yf[o]) <= bound[o]);  // activation quantization, worst case
+          CHECK(std::fabs(y[o] - yr[o]) <= bound[o]);
+        }
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < m; ++j) {
+            const double e = double(y[size_t(i) * m + j]) - double(yf[size_t(i) * m + j]);
+            err2 += e * e;
+            predicted2 += q8_act_variance(x, wq, i, j, kk);
+          }
         if (n == 1) {
           k::matvec_q8_0(x.data(), wq.data(), bias.data(), y.data(), kk, m);
-          CHECK(max_abs_diff(y, yr) <= dot_tol(kk));
+          CHECK(max_abs_diff(y, yq) <= dot_tol(kk));
         }
       }
     }
+  }
+  // Over all 520 outputs the RMS error matches the uniform-rounding model: a wrong rounding rule
+  // (truncation doubles it) or a dropped/mis-scaled block (errors of order |y|) would not.
+  const double ratio = std::sqrt(err2 / predicted2);
+  INFO("RMS error / predicted RMS = " << ratio);
+  CHECK(ratio > 0.7);
+  CHECK(ratio < 1.3);
+}
+
+TEST_CASE("q8_0 matvec and matmul equal the scalar model of their integer arithmetic", "[kernels]") {
+  // The vector kernels quantize x per block and sum q·xq in integers; ref::matvec_q8_0_qx does the
+  // same in plain scalar code, so they agree to float rounding on every size: rows of W 1..9 (the
+  // two-row body and the odd row), rows of x 1..9 (groups of 4 and the tails), 1..12 blocks.
+  for (int kk = 32; kk <= 384; kk += 32) {
+    for (int m = 1; m <= 9; ++m) {
+      auto wq = quantize_rows(randn(size_t(m) * kk, 200 + kk + m), m, kk);
+      auto bias = randn(m, 400);
+      for (int n = 1; n <= 9; ++n) {
+        auto x = randn(size_t(n) * kk, 300 + kk + n);
+        std::vector<float> y(size_t(n) * m), yr(size_t(n) * m);
+        for (const float* b : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
+          for (int i = 0; i < n; ++i)
+            k::ref::matvec_q8_0_qx(x.data() + size_t(i) * kk, wq.data(), b, yr.data() + size_t(i) * m, kk, m);
+          INFO("n=" << n << " k=" << kk << " m=" << m << " bias=" << (b != nullptr));
+          k::matmul_q8_0(x.data(), wq.data(), b, y.data(), n, kk, m);
+          REQUIRE(max_abs_diff(y, yr) <= dot_tol(kk));
+          if (n == 1) {
+            k::matvec_q8_0(x.data(), wq.data(), b, y.data(), kk, m);
+            REQUIRE(max_abs_diff(y, yr) <= dot_tol(kk));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("q8_0 matmul over several cache blocks of W equals the scalar model", "[kernels]") {
+  // k = 4096: 4352-byte rows, so prefill walks W in blocks of 60 rows; m = 131 leaves an odd
+  // partial block and an odd middle row in the decode pass.
+  const int kk = 4096, m = 131;
+  auto wq = quantize_rows(randn(size_t(m) * kk, 500), m, kk);
+  auto bias = randn(m, 501);
+  for (int n : {1, 3}) {
+    auto x = randn(size_t(n) * kk, 502 + n);
+    std::vector<float> y(size_t(n) * m), yr(size_t(n) * m);
+    k::matmul_q8_0(x.data(), wq.data(), bias.data(), y.data(), n, kk, m);
+    for (int i = 0; i < n; ++i)
+      k::ref::matvec_q8_0_qx(x.data() + size_t(i) * kk, wq.data(), bias.data(), yr.data() + size_t(i) * m, kk, m);
+    INFO("n=" << n);
+    REQUIRE(max_abs_diff(y, yr) <= dot_tol(kk));
   }
 }
 
