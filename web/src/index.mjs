@@ -5,8 +5,8 @@
 //   for await (const step of model.stream('And God said', { attentions: true })) …
 //
 // See README.md for the whole API and how attention arrays are laid out.
-import { Model } from './model.mjs';
-import { resolveSource, FetchError } from './sources.mjs';
+import { Model, loadModelHere } from './model.mjs';
+import { checkSource, resolveSource, FetchError } from './sources.mjs';
 import { Tokenizer } from './tokenizer.mjs';
 import { getModule } from './wasm.mjs';
 
@@ -14,7 +14,10 @@ export { Attentions } from './attentions.mjs';
 export { FetchError, Model, Tokenizer };
 
 function checkLoadOptions(o) {
-  if (o === null || typeof o !== 'object') throw new TypeError('loadModel: options must be an object');
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new TypeError('loadModel: options must be an object');
+  if (o.cache !== undefined && typeof o.cache !== 'boolean') throw new TypeError('loadModel: cache must be true or false');
+  if (o.worker !== undefined && typeof o.worker !== 'boolean' && !(o.worker && typeof o.worker.postMessage === 'function'))
+    throw new TypeError('loadModel: worker must be true, false or a Worker running attnlens/worker');
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError('loadModel: onProgress must be a function');
   if (o.quantize !== undefined && !['q8_0', 'none'].includes(o.quantize))
     throw new RangeError(`loadModel: quantize must be "q8_0" or "none", got ${JSON.stringify(o.quantize)}`);
@@ -28,19 +31,19 @@ function checkLoadOptions(o) {
  * Loads a model: a URL (file or Hugging Face-style folder ending in "/"), several URLs, File/Blob
  * objects, ArrayBuffers / typed arrays, or (in Node) a path. Options: onProgress({loaded, total,
  * file}), signal, cache (keep downloads in Cache Storage), quantize ("q8_0" quantizes f32 weights at
- * load), contextLength (KV cache size; default the model's), worker (run it in a Web Worker /
- * worker_threads: every method then runs off this thread).
+ * load), contextLength (KV cache size; default the model's), worker (true: run it in a Web Worker /
+ * worker_threads, every method then runs off this thread; or a Worker you created on
+ * attnlens/worker, for bundlers that want to see the worker's URL).
  */
 export async function loadModel(source, options = {}) {
   checkLoadOptions(options);
   if (source === undefined || source === null) throw new TypeError('loadModel: source is required');
+  checkSource(source);
   if (options.worker) {
     const { loadModelInWorker } = await import('./worker-client.mjs');
     return loadModelInWorker(source, options);
   }
-  const [files] = await Promise.all([resolveSource(source, options), getModule()]);
-  if (options.signal?.aborted) throw options.signal.reason;
-  return Model.fromFiles(files, { quantize: options.quantize ?? 'none', contextLength: options.contextLength ?? 0 });
+  return loadModelHere(source, options);
 }
 
 /**

@@ -1,6 +1,7 @@
 // A model running in this thread on the AttnLens WebAssembly engine. (worker.mjs runs the same class
 // inside a Web Worker / worker_threads and proxies it.)
 import { Attentions } from './attentions.mjs';
+import { resolveSource } from './sources.mjs';
 import { getModule } from './wasm.mjs';
 import * as check from './validate.mjs';
 
@@ -51,7 +52,7 @@ export class Model {
   #session;  // C++ SessionHandle used by every call
   #queue = Promise.resolve();
   #disposed = false;
-  #disposing = false;  // set by dispose(): a running generation stops at its next token
+  #running = null;  // the generation in progress: { seed, final } (dispose() fills in `final`)
 
   /** @internal use loadModel() */
   constructor(module, handle, session) {
@@ -69,12 +70,14 @@ export class Model {
     const m = await getModule();
     const set = new m.FileSet();
     let handle = null;
+    let session = null;
     try {
       for (const f of files) set.add(f.name, f.bytes.length).set(f.bytes);  // straight into wasm memory
       handle = new m.Model(set, quantize);
-      const session = handle.newSession(contextLength);
+      session = handle.newSession(contextLength);
       return new Model(m, handle, session);
     } catch (e) {
+      session?.delete();
       handle?.delete();
       throw e;
     } finally {
@@ -91,7 +94,9 @@ export class Model {
   }
 
   // Calls into the engine run one at a time, in order; a stream holds the model until it ends.
-  // Resolves, when it is this caller's turn, with the function that ends the turn.
+  // Resolves, when it is this caller's turn, with the function that ends the turn. (Engine calls
+  // are synchronous, so dispose() never lands in the middle of one; it only has to stop a stream
+  // that is suspended between two tokens, and to fail the calls still waiting for their turn.)
   async #acquire() {
     this.#alive();
     let release;
@@ -105,6 +110,7 @@ export class Model {
     });
     this.#queue = turn.catch(() => {});
     await Promise.race([ready, turn]);  // `turn` rejects if the model was disposed while waiting
+    this.#alive();
     return release;
   }
 
@@ -118,24 +124,32 @@ export class Model {
   }
 
   /** Text → token ids and the text piece of each (special tokens as the model adds them). */
-  async tokenize(text, { addSpecialTokens = true } = {}) {
+  async tokenize(text, options = {}) {
+    this.#alive();
     check.string(text, 'text');
+    check.options(options, 'tokenize');
     return this.#exclusive(() => {
-      const ids = Array.from(this.#handle.tokenize(text, !!addSpecialTokens));
+      const ids = Array.from(this.#handle.tokenize(text, options.addSpecialTokens ?? true));
       return { ids, pieces: this.#handle.pieces(ids) };
     });
   }
 
   /** Token ids → text. */
   async detokenize(ids) {
-    const list = check.tokenIds(ids, 'ids', this.info.vocabSize);
-    return this.#exclusive(() => this.#handle.detokenize(list));
+    this.#alive();
+    const list = check.tokenIds(ids, 'ids', this.info.vocabSize, { allowEmpty: true });
+    return this.#exclusive(() => (list.length ? this.#handle.detokenize(list) : ''));
   }
 
   /** The text piece of each token id (labels for a UI). */
   async pieces(ids) {
-    const list = check.tokenIds(ids, 'ids', this.info.vocabSize);
-    return this.#exclusive(() => this.#handle.pieces(list));
+    this.#alive();
+    const list = check.tokenIds(ids, 'ids', this.info.vocabSize, { allowEmpty: true });
+    return this.#exclusive(() => (list.length ? this.#handle.pieces(list) : []));
+  }
+
+  #attentionOption(v) {
+    return check.attentionOptionFor(v, 'attentions', this.info);
   }
 
   /**
@@ -146,39 +160,57 @@ export class Model {
    *                     "encoder", "self" and "cross"
    */
   async forward(input, options = {}) {
-    const att = check.attentionOption(options.attentions, 'attentions');
+    this.#alive();
+    check.options(options, 'forward');
+    const att = this.#attentionOption(options.attentions);
+    const vocab = this.info.vocabSize;
+    // Arguments are checked before the model is touched.
+    let run;
+    if (this.info.kind === 'encoder-decoder') {
+      if (!input || typeof input !== 'object' || Array.isArray(input) || ArrayBuffer.isView(input))
+        throw new TypeError('forward: an encoder-decoder model takes { source: ids, target: ids }');
+      const source = check.tokenIds(input.source, 'source', vocab);
+      const target = check.tokenIds(input.target, 'target', vocab);
+      run = (s, out) => {
+        s.encode(source, null);
+        const encoder = att ? Attentions.copyFrom(s.attention()).records : [];  // decode() starts a new record set
+        out.logits = s.decode(target, true).slice();
+        out.shape = [target.length, vocab];
+        return encoder;
+      };
+    } else if (this.info.kind === 'encoder-only') {
+      const ids = check.tokenIds(Array.isArray(input) || ArrayBuffer.isView(input) ? input : input?.ids, 'ids', vocab);
+      const rawTypes = options.tokenTypes ?? input?.tokenTypes;
+      const types = rawTypes === undefined || rawTypes === null ? null : check.tokenIds(rawTypes, 'tokenTypes', 1 << 16);
+      if (types && types.length !== ids.length) throw new RangeError(`tokenTypes has ${types.length} entries for ${ids.length} tokens`);
+      run = (s, out) => {
+        out.hidden = s.encode(ids, types).slice();
+        out.hiddenShape = [ids.length, this.info.dModel];
+        try {
+          out.logits = s.mlmLogits().slice();
+          out.shape = [ids.length, vocab];
+        } catch {
+          out.logits = null;  // a BertModel without the masked-LM head
+          out.shape = null;
+        }
+        return [];
+      };
+    } else {
+      const ids = check.tokenIds(input, 'ids', vocab);
+      run = (s, out) => {
+        out.logits = s.decode(ids, true).slice();
+        out.shape = [ids.length, vocab];
+        return [];
+      };
+    }
     return this.#exclusive(() => {
       const s = this.#session;
       s.reset();
       s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
       try {
-        const vocab = this.info.vocabSize;
         const out = {};
-        if (this.info.kind === 'encoder-decoder') {
-          if (!input || typeof input !== 'object' || Array.isArray(input) || ArrayBuffer.isView(input))
-            throw new TypeError('forward: an encoder-decoder model takes { source: ids, target: ids }');
-          const source = check.tokenIds(input.source, 'source', vocab);
-          const target = check.tokenIds(input.target, 'target', vocab);
-          s.encode(source, null);
-          out.logits = s.decode(target, true).slice();
-          out.shape = [target.length, vocab];
-        } else if (this.info.kind === 'encoder-only') {
-          const ids = check.tokenIds(Array.isArray(input) || ArrayBuffer.isView(input) ? input : input?.ids, 'ids', vocab);
-          const types = options.tokenTypes ?? input?.tokenTypes;
-          out.hidden = s.encode(ids, types ? check.tokenIds(types, 'tokenTypes', 1 << 16) : null).slice();
-          out.hiddenShape = [ids.length, this.info.dModel];
-          try {
-            out.logits = s.mlmLogits().slice();
-            out.shape = [ids.length, vocab];
-          } catch {
-            out.logits = null;  // a BertModel without the masked-LM head
-          }
-        } else {
-          const ids = check.tokenIds(input, 'ids', vocab);
-          out.logits = s.decode(ids, true).slice();
-          out.shape = [ids.length, vocab];
-        }
-        out.attentions = att ? Attentions.copyFrom(s.attention()) : null;
+        const before = run(s, out);
+        out.attentions = att ? new Attentions([...before, ...Attentions.copyFrom(s.attention()).records]) : null;
         return out;
       } finally {
         s.setAttention(false, [], []);
@@ -189,66 +221,102 @@ export class Model {
   /**
    * Generates text. Resolves with { text, tokens, pieces, promptTokens, finishReason, seed,
    * timings: { prefillMs, decodeMs, tokensPerSecond } }. An AbortSignal stops it within one token
-   * (finishReason "aborted", the tokens so far kept).
+   * (finishReason "aborted", the tokens so far kept). options.onToken(step) sees every new token.
    */
   async generate(prompt, options = {}) {
-    let last = null;
-    for await (const step of this.stream(prompt, { ...options, attentions: false })) {
-      options.onToken?.(step);
-      last = step;
+    this.#alive();
+    const plan = this.#plan(prompt, { ...check.options(options, 'generate'), attentions: false });
+    if (options.onToken !== undefined && typeof options.onToken !== 'function') throw new TypeError('onToken must be a function');
+    const release = await this.#acquire();
+    try {
+      const it = this.#steps(plan);
+      for (;;) {
+        const r = await it.next();
+        if (r.done) return r.value;
+        options.onToken?.(r.value);
+      }
+    } finally {
+      release();
     }
-    return last?.result ?? this.#lastResult;
   }
 
-  #lastResult = null;
+  #plan(prompt, options) {
+    const opts = check.generateOptions(prompt, options);
+    const att = this.#attentionOption(options.attentions);
+    const promptIds = typeof prompt === 'string' ? null : check.tokenIds(prompt, 'prompt', this.info.vocabSize);
+    return { opts, att, promptIds, signal: options.signal };
+  }
 
   /**
-   * Streams generation: yields { token, piece, text, position, attentions? } for every new token;
-   * the last step also carries `result` (as generate() returns). `attentions` (if asked for) are
-   * the weights of the forward pass that produced the token: the prompt's rows at the first step,
-   * then one row (the previous token's query) per step.
+   * Streams generation: an async iterable of { token, piece, text, position, attentions? } for
+   * every new token; the last step also carries `result` (as generate() returns it), and once the
+   * iteration is over `stream.result` holds it too (also after an abort). `attentions` (if asked
+   * for) are the weights of the forward pass that produced the token: the prompt's rows at the
+   * first step (for an encoder–decoder model also the encoder's), then one row per step.
+   * Breaking out of the loop stops the generation.
    */
   stream(prompt, options = {}) {
-    const opts = check.generateOptions(prompt, options);
-    const att = check.attentionOption(options.attentions, 'attentions');
-    const promptIds = typeof prompt === 'string' ? null : check.tokenIds(prompt, 'prompt', this.info.vocabSize);
+    this.#alive();
+    const plan = this.#plan(prompt, check.options(options, 'stream'));
     const model = this;
-    return {
+    const stream = {
+      result: null,
       async *[Symbol.asyncIterator]() {
         const release = await model.#acquire();
         try {
-          yield* model.#generateSteps(promptIds, opts, att, options.signal);
+          stream.result = yield* model.#steps(plan);
         } finally {
           release();
         }
       },
     };
+    return stream;
   }
 
-  async *#generateSteps(promptIds, opts, att, signal) {
+  // The generation loop: yields the steps, returns the result. The caller holds the model.
+  async *#steps({ opts, att, promptIds, signal }) {
     const s = this.#session;
     const h = this.#handle;
+    if (signal?.aborted) throw abortReason(signal);
     const ids = promptIds ?? Array.from(h.encodePrompt(opts.prompt));
+    const run = { seed: opts.engine.seed, final: null };
     s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
+    let finished = false;
     try {
-      if (signal?.aborted) throw signal.reason ?? new DOMException('aborted', 'AbortError');
       s.start(ids, JSON.stringify(opts.engine));
+      this.#running = run;
+      let first = true;
       for (;;) {
-        const attentions = att ? Attentions.copyFrom(s.attention()) : undefined;
-        const stop = signal?.aborted || this.#disposing;
-        const ev = stop ? null : s.step();
-        if (stop) s.abort();
+        if (this.#disposed) return run.final;  // dispose() stopped it
+        if (signal?.aborted) s.abort();
+        let attentions;
+        if (att) {
+          attentions = Attentions.copyFrom(s.attention());
+          // The encoder runs once, at prefill: its weights come with the first step only.
+          if (!first) attentions = new Attentions(attentions.records.filter((r) => r.kind !== 'encoder'));
+        }
+        const ev = s.step();
         if (!ev) break;
+        first = false;
         const step = { token: ev.token, piece: h.pieces([ev.token])[0], text: ev.text, position: ev.position };
         if (attentions) step.attentions = attentions;
-        if (ev.done) step.result = this.#result(opts.engine.seed);
+        if (ev.done) step.result = this.#result(run.seed);
         yield step;
-        if (ev.done) return;
+        if (this.#disposed) return run.final;
+        if (ev.done) {
+          finished = true;
+          return step.result;
+        }
         await yieldToEventLoop();
       }
-      this.#lastResult = this.#result(opts.engine.seed);
+      finished = true;
+      return this.#result(run.seed);
     } finally {
-      s.setAttention(false, [], []);
+      if (this.#running === run) this.#running = null;
+      if (!this.#disposed) {
+        if (!finished) s.abort();  // the consumer left the loop (or an error): stop the generation
+        s.setAttention(false, [], []);
+      }
     }
   }
 
@@ -279,14 +347,31 @@ export class Model {
     return { ...stats, kvCacheBytes: this.#session.kvCacheBytes(), fileBytes: this.info.fileBytes };
   }
 
-  /** Frees the model's wasm memory. Using the model afterwards throws. */
+  /**
+   * Frees the model's wasm memory, at once. A generation in progress stops at its next token
+   * (it resolves with finishReason "aborted"); calls waiting for their turn, and any later use
+   * of the model, throw.
+   */
   async dispose() {
     if (this.#disposed) return;
-    this.#disposing = true;
-    await this.#queue;
-    if (this.#disposed) return;
+    const run = this.#running;
+    if (run) {
+      this.#session.abort();
+      run.final = this.#result(run.seed);
+    }
     this.#disposed = true;
     this.#session.delete();
     this.#handle.delete();
   }
+}
+
+function abortReason(signal) {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+}
+
+/** @internal loadModel() in this thread (options already checked). */
+export async function loadModelHere(source, options = {}) {
+  const [files] = await Promise.all([resolveSource(source, options), getModule()]);
+  if (options.signal?.aborted) throw abortReason(options.signal);
+  return Model.fromFiles(files, { quantize: options.quantize ?? 'none', contextLength: options.contextLength ?? 0 });
 }

@@ -86,40 +86,69 @@ async function readBody(response, signal, onChunk) {
   return out;
 }
 
-/** Downloads several URLs with one progress stream: onProgress({loaded, total, file}). */
-async function downloadAll(urls, { signal, onProgress, cache }) {
+// The size of a response's body as read, if the server said it: Content-Length counts encoded
+// bytes, so a compressed response (Content-Encoding: gzip, br, …) has no usable total.
+function bodySize(response) {
+  const encoding = response.headers.get('content-encoding');
+  if (encoding && encoding !== 'identity') return 0;
+  return Number(response.headers.get('content-length')) || 0;
+}
+
+/**
+ * Opens several URLs (cache first, then the network): entries { name, size, read(onChunk) } whose
+ * read() returns the body (and, with a cache, stores it once it has been read completely, so the
+ * download is not read twice). Later loads are served from Cache Storage, also offline.
+ */
+async function openUrls(urls, { signal, cache }) {
   const store = await openCache(cache);
   const responses = [];
-  for (const url of urls) {
-    checkAborted(signal);
-    let response = store ? await store.match(url) : undefined;
-    const fromCache = !!response;
-    if (!response) {
-      try {
-        response = await fetch(url, { signal });
-      } catch (e) {
-        if (signal?.aborted) throw abortError(signal);
-        throw new Error(`GET ${url} failed: ${e.message}`, { cause: e });
+  const cancelAll = () => responses.forEach((r) => r.cancel());
+  try {
+    for (const url of urls) {
+      checkAborted(signal);
+      let response = store ? await store.match(url) : undefined;
+      const fromCache = !!response;
+      if (!response) {
+        try {
+          response = await fetch(url, { signal });
+        } catch (e) {
+          if (signal?.aborted) throw abortError(signal);
+          throw new Error(`GET ${url} failed: ${e.message}`, { cause: e });
+        }
+        if (!response.ok) {
+          response.body?.cancel?.().catch(() => {});
+          throw new FetchError(url, response.status, response.statusText);
+        }
       }
-      if (!response.ok) throw new FetchError(url, response.status, response.statusText);
-      if (store) {
-        await store.put(url, response.clone()).catch(() => {});  // quota errors: keep going uncached
-      }
+      let unread = true;
+      responses.push({
+        name: baseName(new URL(url).pathname),
+        size: bodySize(response),
+        cancel: () => { if (unread) response.body?.cancel?.().catch(() => {}); },
+        async read(onChunk) {
+          unread = false;
+          const bytes = await readBody(response, signal, onChunk);
+          if (store && !fromCache) {
+            const headers = { 'content-length': String(bytes.length) };
+            const type = response.headers.get('content-type');
+            if (type) headers['content-type'] = type;
+            await store.put(url, new Response(bytes, { headers })).catch(() => {});  // quota errors: keep going uncached
+          }
+          return bytes;
+        },
+      });
     }
-    responses.push({ url, response, fromCache });
+  } catch (e) {
+    cancelAll();
+    throw e;
   }
-  const sizes = responses.map(({ response }) => Number(response.headers.get('content-length')) || 0);
-  const total = sizes.every((s) => s > 0) ? sizes.reduce((a, b) => a + b, 0) : undefined;
-  let loaded = 0;
+  return { entries: responses, cancelAll };
+}
+
+async function downloadAll(urls, options) {
+  const { entries } = await openUrls(urls, options);
   const files = [];
-  for (const { url, response } of responses) {
-    const name = baseName(new URL(url).pathname);
-    const bytes = await readBody(response, signal, (n) => {
-      loaded += n;
-      onProgress?.({ loaded, total, file: name });
-    });
-    files.push({ name, bytes });
-  }
+  for (const e of entries) files.push({ name: e.name, bytes: await e.read(() => {}) });
   return files;
 }
 
@@ -154,7 +183,7 @@ async function folderUrls(folder, { signal, cache }) {
 }
 
 // ---- Node paths --------------------------------------------------------------------------------
-async function readNodePath(path, { signal, onProgress }) {
+async function nodePathEntries(path) {
   const fs = await import('node:fs/promises');
   const pathMod = await import('node:path');
   const stat = await fs.stat(path).catch((e) => {
@@ -165,26 +194,43 @@ async function readNodePath(path, { signal, onProgress }) {
     paths = (await fs.readdir(path)).filter((f) => MODEL_FILE.test(f)).sort().map((f) => pathMod.join(path, f));
     if (!paths.length) throw new Error(`${path}: the folder holds no model files (.bin, .gguf, .safetensors, .json)`);
   }
-  const sizes = await Promise.all(paths.map(async (p) => (await fs.stat(p)).size));
-  const total = sizes.reduce((a, b) => a + b, 0);
-  let loaded = 0;
-  const files = [];
-  for (const p of paths) {
-    checkAborted(signal);
-    const bytes = new Uint8Array(await fs.readFile(p));
-    loaded += bytes.length;
-    onProgress?.({ loaded, total, file: baseName(p) });
-    files.push({ name: baseName(p), bytes });
-  }
-  return files;
+  return Promise.all(paths.map(async (p) => {
+    const size = (await fs.stat(p)).size;
+    return {
+      name: baseName(p),
+      size,
+      async read(onChunk, signal) {  // in 4 MB chunks: progress and abort within a big file
+        const fh = await fs.open(p, 'r');
+        try {
+          const bytes = new Uint8Array(size);
+          for (let at = 0; at < size;) {
+            checkAborted(signal);
+            const { bytesRead } = await fh.read(bytes, at, Math.min(4 << 20, size - at), at);
+            if (!bytesRead) throw new Error(`${p}: the file shrank while being read`);
+            at += bytesRead;
+            onChunk(bytesRead);
+          }
+          return bytes;
+        } finally {
+          await fh.close();
+        }
+      },
+    };
+  }));
 }
 
 // ---- in-memory sources -------------------------------------------------------------------------
-async function fromBlob(blob, index, { signal, onProgress }) {
-  checkAborted(signal);
-  const bytes = new Uint8Array(await blob.arrayBuffer());
-  onProgress?.({ loaded: bytes.length, total: blob.size, file: blob.name ?? `file${index}` });
-  return { name: blob.name ?? `file${index}`, bytes };
+function blobEntry(blob, index) {
+  const name = blob.name ?? `file${index}`;
+  return {
+    name,
+    size: blob.size,
+    async read(onChunk) {
+      const bytes = new Uint8Array(await blob.arrayBuffer());
+      onChunk(bytes.length);
+      return bytes;
+    },
+  };
 }
 
 function fromBuffer(data, name) {
@@ -193,43 +239,91 @@ function fromBuffer(data, name) {
   return null;
 }
 
+function isBufferLike(item) {
+  return item instanceof ArrayBuffer || ArrayBuffer.isView(item);
+}
+
+function isBlob(item) {
+  return typeof Blob !== 'undefined' && item instanceof Blob;
+}
+
+/** Checks the shape of a source (throws TypeError), without reading anything. */
+export function checkSource(source) {
+  const list = Array.isArray(source) ? source : [source];
+  if (!list.length) throw new TypeError('loadModel: source is an empty array');
+  list.forEach((item, i) => {
+    const ok = typeof item === 'string' || item instanceof URL || isBlob(item) || isBufferLike(item) ||
+      (item && typeof item === 'object' && typeof item.name === 'string' && isBufferLike(item.data));
+    if (!ok)
+      throw new TypeError(
+        `loadModel: source ${Array.isArray(source) ? `[${i}] ` : ''}must be a URL, a path (Node), a File/Blob, an ArrayBuffer, a typed array or {name, data}; got ${item === null ? 'null' : Array.isArray(item) ? 'an array' : typeof item}`,
+      );
+    if (typeof item === 'string' && !item.length) throw new TypeError(`loadModel: source ${Array.isArray(source) ? `[${i}] ` : ''}is an empty string`);
+  });
+}
+
 /**
  * Resolves a model source into its files.
  * @returns {Promise<Array<{name: string, bytes: Uint8Array}>>}
  */
 export async function resolveSource(source, options = {}) {
-  const { signal } = options;
+  const { signal, onProgress } = options;
   checkAborted(signal);
+  checkSource(source);
   const list = Array.isArray(source) ? source : [source];
-  if (!list.length) throw new TypeError('loadModel: source is an empty array');
-  const files = [];
-  const urls = [];
+  // First every file's size (file system, Blob, HTTP headers), then the bytes: one progress
+  // stream over all files, `loaded` growing to `total`.
+  const groups = [];  // per item: entries, or a URL list opened together below
   for (let i = 0; i < list.length; i++) {
     const item = list[i];
+    checkAborted(signal);
     if (typeof item === 'string' || item instanceof URL) {
       const s = String(item);
       if (isNode && !/^(https?|data|blob):/i.test(s)) {
         const path = s.startsWith('file:') ? (await import('node:url')).fileURLToPath(s) : s;
-        files.push(...(await readNodePath(path, options)));
+        groups.push(await nodePathEntries(path));
       } else if (!isUrlLike(s) && !isNode && typeof location === 'undefined') {
         throw new TypeError(`loadModel: "${s}" is not a URL`);
       } else {
         const url = resolveUrl(s);
-        if (url.endsWith('/')) urls.push(...(await folderUrls(url, options)));
-        else urls.push(url);
+        groups.push({ urls: url.endsWith('/') ? await folderUrls(url, options) : [url] });
       }
     } else if (typeof Blob !== 'undefined' && item instanceof Blob) {
-      files.push(await fromBlob(item, i, options));
-    } else if (fromBuffer(item, `file${i}`)) {
-      files.push(fromBuffer(item, `file${i}`));
-    } else if (item && typeof item === 'object' && typeof item.name === 'string' && fromBuffer(item.data, item.name)) {
-      files.push(fromBuffer(item.data, item.name));
+      groups.push([blobEntry(item, i)]);
     } else {
-      throw new TypeError(
-        `loadModel: source ${Array.isArray(source) ? `[${i}] ` : ''}must be a URL, a path (Node), a File/Blob, an ArrayBuffer, a typed array or {name, data}; got ${item === null ? 'null' : typeof item}`,
-      );
+      const file = fromBuffer(item, `file${i}`) ?? fromBuffer(item.data, item.name);
+      groups.push([{ name: file.name, size: file.bytes.length, read: async (onChunk) => (onChunk(file.bytes.length), file.bytes) }]);
     }
   }
-  if (urls.length) files.push(...(await downloadAll(urls, options)));
+  const opened = [];
+  try {
+    for (let g = 0; g < groups.length; g++) {
+      if (groups[g].urls) {
+        const o = await openUrls(groups[g].urls, options);
+        opened.push(o);
+        groups[g] = o.entries;
+      }
+    }
+  } catch (e) {
+    opened.forEach((o) => o.cancelAll());
+    throw e;
+  }
+  const entries = groups.flat();
+  const total = entries.every((e) => e.size > 0) ? entries.reduce((a, e) => a + e.size, 0) : undefined;
+  let loaded = 0;
+  const files = [];
+  try {
+    for (const e of entries) {
+      checkAborted(signal);
+      const bytes = await e.read((n) => {
+        loaded += n;
+        onProgress?.({ loaded, total, file: e.name });
+      }, signal);
+      files.push({ name: e.name, bytes });
+    }
+  } catch (err) {
+    entries.forEach((e) => e.cancel?.());
+    throw err;
+  }
   return files;
 }

@@ -2,14 +2,28 @@
 // both naming the argument.
 
 export function string(v, name) {
-  if (typeof v !== 'string') throw new TypeError(`${name} must be a string, got ${v === null ? 'null' : typeof v}`);
+  if (typeof v !== 'string') throw new TypeError(`${name} must be a string, got ${typeName(v)}`);
   return v;
 }
 
-export function tokenIds(v, name, vocab) {
-  if (!(Array.isArray(v) || v instanceof Int32Array || v instanceof Uint32Array || v instanceof Uint16Array))
-    throw new TypeError(`${name} must be an array of token ids, got ${v === null ? 'null' : typeof v}`);
-  if (!v.length) throw new RangeError(`${name} is empty`);
+function typeName(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (ArrayBuffer.isView(v)) return `a ${v.constructor.name}`;
+  return typeof v;
+}
+
+/** An options argument: undefined (→ {}) or a plain object. */
+export function options(o, fn) {
+  if (o === undefined) return {};
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new TypeError(`${fn}: options must be an object, got ${typeName(o)}`);
+  return o;
+}
+
+export function tokenIds(v, name, vocab, { allowEmpty = false } = {}) {
+  if (!(Array.isArray(v) || v instanceof Int32Array || v instanceof Uint32Array || v instanceof Uint16Array || v instanceof Uint8Array))
+    throw new TypeError(`${name} must be an array of token ids, got ${typeName(v)}`);
+  if (!v.length && !allowEmpty) throw new RangeError(`${name} is empty`);
   const out = Array.from(v);
   out.forEach((id, i) => {
     if (!Number.isInteger(id)) throw new TypeError(`${name}[${i}] must be an integer token id, got ${id}`);
@@ -19,7 +33,8 @@ export function tokenIds(v, name, vocab) {
 }
 
 function number(v, name, { min, max, integer = false, minExclusive = false } = {}) {
-  if (typeof v !== 'number' || Number.isNaN(v)) throw new TypeError(`${name} must be a number, got ${typeof v === 'number' ? 'NaN' : typeof v}`);
+  if (typeof v !== 'number' || Number.isNaN(v)) throw new TypeError(`${name} must be a number, got ${typeof v === 'number' ? 'NaN' : typeName(v)}`);
+  if (!Number.isFinite(v)) throw new RangeError(`${name} must be finite, got ${v}`);
   if (integer && !Number.isInteger(v)) throw new TypeError(`${name} must be an integer, got ${v}`);
   if (min !== undefined && (minExclusive ? v <= min : v < min))
     throw new RangeError(`${name} must be ${minExclusive ? '>' : '≥'} ${min}, got ${v}`);
@@ -33,14 +48,14 @@ export function prompt(p) {
     return;
   }
   if (!(Array.isArray(p) || ArrayBuffer.isView(p)))
-    throw new TypeError(`prompt must be a string or an array of token ids, got ${p === null ? 'null' : typeof p}`);
+    throw new TypeError(`prompt must be a string or an array of token ids, got ${typeName(p)}`);
 }
 
 /** { layers?: number[], heads?: number[] } | null from true / false / an object. */
 export function attentionOption(v, name) {
   if (v === undefined || v === false || v === null) return null;
   if (v === true) return { layers: [], heads: [] };
-  if (typeof v !== 'object') throw new TypeError(`${name} must be true, false or { layers, heads }`);
+  if (typeof v !== 'object' || Array.isArray(v)) throw new TypeError(`${name} must be true, false or { layers, heads }`);
   const list = (x, what) => {
     if (x === undefined) return [];
     if (!Array.isArray(x) || !x.every((i) => Number.isInteger(i) && i >= 0))
@@ -50,14 +65,24 @@ export function attentionOption(v, name) {
   return { layers: list(v.layers, 'layers'), heads: list(v.heads, 'heads') };
 }
 
+/** attentionOption() checked against a model's layer and head counts (info as Model.info). */
+export function attentionOptionFor(v, name, info) {
+  const att = attentionOption(v, name);
+  if (!att) return null;
+  const layers = Math.max(info.layers, info.encoderLayers || 0);
+  for (const l of att.layers) if (l >= layers) throw new RangeError(`${name}.layers: layer ${l} is out of range [0, ${layers})`);
+  for (const h of att.heads) if (h >= info.heads) throw new RangeError(`${name}.heads: head ${h} is out of range [0, ${info.heads})`);
+  return att;
+}
+
 /** Generation options → what the engine takes (defaults filled in, every value checked). */
 export function generateOptions(p, o) {
   prompt(p);
-  if (o === null || typeof o !== 'object') throw new TypeError('options must be an object');
+  options(o, 'generate');
   const engine = {
     maxNewTokens: number(o.maxNewTokens ?? 128, 'maxNewTokens', { min: 0, integer: true, max: 1 << 20 }),
     temperature: number(o.temperature ?? 1, 'temperature', { min: 0 }),
-    topK: number(o.topK ?? 0, 'topK', { min: 0, integer: true }),
+    topK: number(o.topK ?? 0, 'topK', { min: 0, integer: true, max: 2 ** 31 - 1 }),
     topP: number(o.topP ?? 1, 'topP', { min: 0, max: 1, minExclusive: true }),
     repetitionPenalty: number(o.repetitionPenalty ?? 1, 'repetitionPenalty', { min: 0, minExclusive: true }),
     seed: number(o.seed ?? Math.floor(Math.random() * 2 ** 32), 'seed', { min: 0, integer: true, max: Number.MAX_SAFE_INTEGER }),

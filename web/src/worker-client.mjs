@@ -1,0 +1,375 @@
+// Worker mode: loadModel(source, { worker: true }) runs the model in a Web Worker (in Node, a
+// worker_threads Worker) and returns a proxy with the same methods as Model, all async, so the
+// calling thread never runs the model. ArrayBuffers are transferred, not copied: the buffers of a
+// source given as ArrayBuffers / typed arrays (they are detached here afterwards: pass
+// `buffer.slice(0)` to keep a copy), and the logits and attention arrays coming back.
+//
+// Bundlers: the worker is created with `new Worker(new URL('./worker.mjs', import.meta.url),
+// { type: 'module' })`, the form Vite, webpack 5 and Parcel recognise and bundle. A bundler that
+// does not can be handed a Worker instead: `loadModel(src, { worker: new Worker(url) })` where url
+// serves attnlens/worker (web/src/worker.mjs); that worker is then yours to terminate.
+import { Attentions } from './attentions.mjs';
+import { FetchError, checkSource } from './sources.mjs';
+import * as check from './validate.mjs';
+import { isNode } from './wasm.mjs';
+
+const WORKER_FILE = './worker.mjs';  // Node path: a variable, so bundlers do not copy it as an asset
+const STREAM_WINDOW = 1;             // steps the worker may run ahead of a stream's consumer (abort: ≤ 1 extra token)
+const DISPOSE_TIMEOUT_MS = 5000;
+
+let nextId = 1;  // request ids, unique in this realm (several models may share a worker)
+
+async function createWorker() {
+  if (isNode) {
+    const { Worker: NodeWorker } = await import('node:worker_threads');
+    return new NodeWorker(new URL(WORKER_FILE, import.meta.url));
+  }
+  if (typeof Worker === 'undefined') throw new Error('loadModel: worker: true needs Web Workers, which this environment lacks');
+  return new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' });
+}
+
+function disposedError() {
+  return new Error('this model has been disposed');
+}
+
+function reviveError(e) {
+  let err;
+  if (e.name === 'FetchError') {
+    err = new FetchError(e.url, e.status, '');
+    err.message = e.message;
+  } else if (e.name === 'AbortError' && typeof DOMException !== 'undefined') {
+    err = new DOMException(e.message, 'AbortError');
+  } else {
+    const Type = { TypeError, RangeError, SyntaxError, ReferenceError }[e.name] ?? Error;
+    err = new Type(e.message);
+    if (err.name !== e.name) err.name = e.name;
+  }
+  for (const key of ['status', 'url', 'code']) if (e[key] !== undefined && !(key in err && err[key] === e[key])) err[key] = e[key];
+  if (e.stack) err.workerStack = e.stack;
+  return err;
+}
+
+function reviveValue(v) {
+  if (v && typeof v === 'object' && v.attentions?.records) return { ...v, attentions: new Attentions(v.attentions.records) };
+  return v;
+}
+
+// One worker's messages, for one model: requests with replies, events in between.
+class Channel {
+  constructor(worker, owned) {
+    this.worker = worker;
+    this.owned = owned;
+    this.pending = new Map();  // id → { resolve, reject, onEvent }
+    this.closed = null;        // the Error that closed it
+    this.node = typeof worker.on === 'function' && typeof worker.addEventListener !== 'function';
+    this.onMessage = (data) => {
+      const p = this.pending.get(data?.id);
+      if (!p) return;
+      if (data.type === 'result' || data.type === 'error') {
+        this.pending.delete(data.id);
+        this.updateRef();
+        if (data.type === 'result') p.resolve(reviveValue(data.value));
+        else p.reject(reviveError(data.error));
+      } else {
+        p.onEvent?.(data);
+      }
+    };
+    this.onError = (e) => this.close(new Error(`attnlens worker failed: ${e?.message || 'it could not be started (is worker.mjs served as JavaScript?)'}`, { cause: e }));
+    this.onExit = (code) => this.close(new Error(`attnlens worker exited (code ${code})`));
+    if (this.node) {
+      this.listeners = [['message', this.onMessage], ['error', this.onError], ['exit', this.onExit], ['messageerror', this.onError]];
+      for (const [type, fn] of this.listeners) worker.on(type, fn);
+    } else {
+      const onMessage = (event) => this.onMessage(event.data);
+      const onError = (event) => {
+        event.preventDefault?.();
+        this.onError(event);
+      };
+      this.listeners = [['message', onMessage], ['error', onError], ['messageerror', onError]];
+      for (const [type, fn] of this.listeners) worker.addEventListener(type, fn);
+    }
+    this.updateRef();
+  }
+
+  // Node: an idle worker does not keep the process alive (a forgotten dispose() never hangs it).
+  updateRef() {
+    if (!this.node || !this.owned || this.closed) return;
+    if (this.pending.size) this.worker.ref?.();
+    else this.worker.unref?.();
+  }
+
+  post(message, transfer = []) {
+    if (this.closed) throw this.closed;
+    try {
+      this.worker.postMessage(message, transfer);
+    } catch (e) {
+      if (!transfer.length) throw e;
+      this.worker.postMessage(message);  // an untransferable buffer (e.g. Node's Buffer pool): copy it
+    }
+  }
+
+  /** Sends a request; resolves with its reply. onEvent(message) sees its progress/step events. */
+  request(message, { transfer, onEvent } = {}) {
+    const id = nextId++;
+    const promise = new Promise((resolve, reject) => {
+      if (this.closed) return reject(this.closed);
+      this.pending.set(id, { resolve, reject, onEvent });
+      try {
+        this.post({ ...message, id }, transfer);
+      } catch (e) {
+        this.pending.delete(id);
+        reject(e);
+      }
+    });
+    this.updateRef();
+    return { id, promise };
+  }
+
+  /** Rejects whatever is pending, detaches, and terminates the worker if it is ours. */
+  close(error) {
+    if (this.closed) return;
+    this.closed = error;
+    for (const p of this.pending.values()) p.reject(error);
+    this.pending.clear();
+    for (const [type, fn] of this.listeners) {
+      if (this.node) this.worker.off(type, fn);
+      else this.worker.removeEventListener(type, fn);
+    }
+    if (this.owned) this.worker.terminate();
+  }
+}
+
+// A source as it travels to the worker: relative URLs made absolute against this page (the worker
+// would resolve them against its own URL), URL objects as strings, buffers transferred.
+function prepareSource(source) {
+  const transfer = [];
+  const buffer = (data) => {
+    if (data instanceof ArrayBuffer) {
+      if (!transfer.includes(data)) transfer.push(data);
+      return data;
+    }
+    // A view of part of a buffer (or of a shared one): send a copy of just that part.
+    const whole = data.buffer instanceof ArrayBuffer && data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
+    const view = whole ? new Uint8Array(data.buffer) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength).slice();
+    if (!transfer.includes(view.buffer)) transfer.push(view.buffer);
+    return view;
+  };
+  const one = (item) => {
+    if (item instanceof URL) return item.href;
+    if (typeof item === 'string' && !isNode && !/^[a-z][a-z0-9+.-]*:/i.test(item)) {
+      const base = typeof document !== 'undefined' ? document.baseURI : globalThis.location?.href;
+      return base ? new URL(item, base).href : item;
+    }
+    if (typeof item === 'string') return item;
+    if (item instanceof ArrayBuffer || ArrayBuffer.isView(item)) return buffer(item);
+    if (typeof Blob !== 'undefined' && item instanceof Blob) return item;
+    return { name: item.name, data: buffer(item.data) };
+  };
+  return { source: Array.isArray(source) ? source.map(one) : one(source), transfer };
+}
+
+// The options a generation sends to the worker (functions and signals stay here).
+function generationOptions(o) {
+  const out = {};
+  for (const key of ['maxNewTokens', 'temperature', 'topK', 'topP', 'repetitionPenalty', 'seed', 'stop', 'attentions'])
+    if (o[key] !== undefined) out[key] = o[key];
+  return out;
+}
+
+function abortReason(signal) {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+}
+
+/** The proxy loadModel(…, { worker }) returns: Model's API, every method async. */
+export class WorkerModel {
+  #channel;
+  #key;
+  #disposed = false;
+
+  /** @internal */
+  constructor(channel, reply) {
+    this.#channel = channel;
+    this.#key = reply.model;
+    /** The model card (as Model.info). */
+    this.info = Object.freeze(reply.info);
+    this.promptFormat = Object.freeze(reply.promptFormat);
+  }
+
+  /** The Worker (or worker_threads Worker) running this model. */
+  get worker() {
+    return this.#channel.worker;
+  }
+
+  get disposed() {
+    return this.#disposed;
+  }
+
+  #alive() {
+    if (this.#disposed) throw disposedError();
+  }
+
+  async #call(method, args) {
+    this.#alive();
+    return this.#channel.request({ op: 'call', model: this.#key, method, args }).promise;
+  }
+
+  async tokenize(text, options = {}) {
+    this.#alive();
+    check.string(text, 'text');
+    check.options(options, 'tokenize');
+    return this.#call('tokenize', [text, { addSpecialTokens: options.addSpecialTokens ?? true }]);
+  }
+
+  async detokenize(ids) {
+    this.#alive();
+    return this.#call('detokenize', [check.tokenIds(ids, 'ids', this.info.vocabSize, { allowEmpty: true })]);
+  }
+
+  async pieces(ids) {
+    this.#alive();
+    return this.#call('pieces', [check.tokenIds(ids, 'ids', this.info.vocabSize, { allowEmpty: true })]);
+  }
+
+  async forward(input, options = {}) {
+    this.#alive();
+    check.options(options, 'forward');
+    check.attentionOptionFor(options.attentions, 'attentions', this.info);
+    const o = {};
+    if (options.attentions !== undefined) o.attentions = options.attentions;
+    if (options.tokenTypes !== undefined) o.tokenTypes = options.tokenTypes;
+    return this.#call('forward', [input, o]);
+  }
+
+  /** Memory now (as Model.memory(), here a Promise). */
+  async memory() {
+    return this.#call('memory', []);
+  }
+
+  /** Engine facts of the worker's wasm instance (as engineInfo()). */
+  async engineInfo() {
+    this.#alive();
+    return this.#channel.request({ op: 'engineInfo' }).promise;
+  }
+
+  #checkGeneration(prompt, options) {
+    this.#alive();
+    check.options(options, 'generate');
+    check.generateOptions(prompt, options);
+    check.attentionOptionFor(options.attentions, 'attentions', this.info);
+    if (typeof prompt !== 'string') check.tokenIds(prompt, 'prompt', this.info.vocabSize);
+  }
+
+  async generate(prompt, options = {}) {
+    this.#checkGeneration(prompt, options);
+    if (options.onToken !== undefined && typeof options.onToken !== 'function') throw new TypeError('onToken must be a function');
+    const stream = this.#stream(prompt, { ...options, attentions: false }, Infinity);
+    for await (const step of stream) options.onToken?.(step);
+    return stream.result;
+  }
+
+  stream(prompt, options = {}) {
+    this.#checkGeneration(prompt, options);
+    return this.#stream(prompt, options, STREAM_WINDOW);
+  }
+
+  #stream(prompt, options, window) {
+    const channel = this.#channel;
+    const key = this.#key;
+    const model = this;
+    const signal = options.signal;
+    const sent = { prompt: typeof prompt === 'string' ? prompt : Array.from(prompt), options: generationOptions(options) };
+    const stream = {
+      result: null,
+      async *[Symbol.asyncIterator]() {
+        model.#alive();
+        if (signal?.aborted) throw abortReason(signal);
+        const steps = [];
+        let notify = null;
+        let settled = null;
+        const wake = () => {
+          notify?.();
+          notify = null;
+        };
+        const { id, promise } = channel.request(
+          { op: 'stream', model: key, prompt: sent.prompt, options: sent.options, window: window === Infinity ? 1e9 : window },
+          { onEvent: (m) => { if (m.type === 'step') { steps.push(m.value); wake(); } } },
+        );
+        promise.then((value) => { settled = { value }; wake(); }, (error) => { settled = { error }; wake(); });
+        const abort = () => { try { channel.post({ op: 'abort', id }); } catch {} };
+        signal?.addEventListener('abort', abort, { once: true });
+        let complete = false;
+        try {
+          for (;;) {
+            if (steps.length) {
+              const step = steps.shift();
+              if (window !== Infinity) try { channel.post({ op: 'pull', id }); } catch {}
+              yield reviveValue(step);
+              continue;
+            }
+            if (settled) {
+              if (settled.error) throw settled.error;
+              stream.result = settled.value;
+              complete = true;
+              return;
+            }
+            await new Promise((r) => { notify = r; });
+          }
+        } finally {
+          signal?.removeEventListener('abort', abort);
+          if (!complete && !settled) {
+            abort();  // the consumer left the loop: stop the worker's generation
+            await promise.catch(() => {});
+          }
+        }
+      },
+    };
+    return stream;
+  }
+
+  /**
+   * Frees the model's memory in the worker and terminates the worker (unless it is one you passed
+   * in). A generation in progress ends with finishReason "aborted"; later calls throw.
+   */
+  async dispose() {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    const channel = this.#channel;
+    if (!channel.closed) {
+      const { promise } = channel.request({ op: 'dispose', model: this.#key });
+      let timer;
+      await Promise.race([promise.catch(() => {}), new Promise((r) => { timer = setTimeout(r, DISPOSE_TIMEOUT_MS); })]);
+      clearTimeout(timer);
+    }
+    channel.close(disposedError());
+  }
+}
+
+/** loadModel(source, { worker }) — options as loadModel's; `worker`: true or a Worker of attnlens/worker. */
+export async function loadModelInWorker(source, options = {}) {
+  checkSource(source);
+  const { signal, onProgress } = options;
+  if (signal?.aborted) throw abortReason(signal);
+  const owned = !(options.worker && typeof options.worker === 'object');
+  const worker = owned ? await createWorker() : options.worker;
+  const channel = new Channel(worker, owned);
+  let abort = null;
+  try {
+    const prepared = prepareSource(source);
+    const sent = { progress: typeof onProgress === 'function' };
+    for (const key of ['cache', 'quantize', 'contextLength']) if (options[key] !== undefined) sent[key] = options[key];
+    const { id, promise } = channel.request(
+      { op: 'load', source: prepared.source, options: sent },
+      { transfer: prepared.transfer, onEvent: (m) => { if (m.type === 'progress') onProgress?.(m.value); } },
+    );
+    abort = () => { try { channel.post({ op: 'abort', id }); } catch {} };
+    signal?.addEventListener('abort', abort, { once: true });
+    const reply = await promise;
+    return new WorkerModel(channel, reply);
+  } catch (e) {
+    channel.close(e);
+    if (signal?.aborted) throw abortReason(signal);
+    throw e;
+  } finally {
+    if (abort) signal?.removeEventListener('abort', abort);
+  }
+}

@@ -1,0 +1,174 @@
+// The AttnLens worker: runs models off the main thread. The same file is a browser module worker
+// (`new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' })`) and a Node
+// worker_threads worker (`new Worker(new URL('./worker.mjs', import.meta.url))`); worker-client.mjs
+// talks to it. One worker can hold several models.
+//
+// Protocol (all messages are plain objects; ArrayBuffers travel in transfer lists):
+//   → { id, op: 'load', source, options }         ← { id, type: 'progress', value } …, then a reply
+//   → { id, op: 'call', model, method, args }      (tokenize, detokenize, pieces, forward, memory)
+//   → { id, op: 'stream', model, prompt, options, window } ← { id, type: 'step', value } …, then a reply
+//   → { id, op: 'pull' }                            the client took a step: one more may be sent
+//   → { id, op: 'abort' }                           aborts that request (load or stream)
+//   → { id, op: 'dispose', model } / { id, op: 'engineInfo' }
+//   replies: { id, type: 'result', value } or { id, type: 'error', error: { name, message, status, … } }
+import { loadModelHere } from './model.mjs';
+import { getModule } from './wasm.mjs';
+
+const isNode = typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined' &&
+  typeof WorkerGlobalScope === 'undefined';
+
+let post;  // (message, transfer) => void
+const models = new Map();     // model id → Model
+const requests = new Map();   // request id → { controller, credit, wake }
+let nextModel = 1;
+
+function serializeError(e) {
+  if (!(e instanceof Error) && !(typeof DOMException !== 'undefined' && e instanceof DOMException))
+    return { name: 'Error', message: String(e) };
+  const out = { name: e.name, message: e.message, stack: e.stack };
+  for (const key of ['status', 'url', 'code']) if (e[key] !== undefined && typeof e[key] !== 'function') out[key] = e[key];
+  return out;
+}
+
+// The ArrayBuffers of a forward() result or a streamed step, to transfer rather than copy.
+function buffersOf(value) {
+  const list = [];
+  const add = (a) => {
+    if (a && ArrayBuffer.isView(a) && a.buffer instanceof ArrayBuffer && !list.includes(a.buffer)) list.push(a.buffer);
+  };
+  if (value && typeof value === 'object') {
+    add(value.logits);
+    add(value.hidden);
+    for (const r of value.attentions?.records ?? []) add(r.data);
+  }
+  return list;
+}
+
+// Attentions objects travel as their records (plain objects); the client rebuilds the class.
+function plain(value) {
+  if (value && typeof value === 'object' && value.attentions?.records) return { ...value, attentions: { records: value.attentions.records } };
+  return value;
+}
+
+function model(id) {
+  const m = models.get(id);
+  if (!m) throw new Error('this model has been disposed');
+  return m;
+}
+
+const handlers = {
+  async load({ id, source, options }) {
+    const controller = new AbortController();
+    requests.set(id, { controller });
+    try {
+      const m = await loadModelHere(source, {
+        ...options,
+        signal: controller.signal,
+        onProgress: options.progress ? (p) => post({ id, type: 'progress', value: p }) : undefined,
+      });
+      const key = nextModel++;
+      models.set(key, m);
+      return { model: key, info: m.info, promptFormat: m.promptFormat };
+    } finally {
+      requests.delete(id);
+    }
+  },
+
+  async call({ model: key, method, args }) {
+    const m = model(key);
+    if (!['tokenize', 'detokenize', 'pieces', 'forward', 'memory'].includes(method)) throw new TypeError(`unknown method ${method}`);
+    return m[method](...args);
+  },
+
+  async stream({ id, model: key, prompt, options, window = 4 }) {
+    const m = model(key);
+    const controller = new AbortController();
+    let end;
+    const request = { controller, credit: window, wake: null, model: key, finished: new Promise((r) => { end = r; }) };
+    requests.set(id, request);
+    try {
+      const stream = m.stream(prompt, { ...options, signal: controller.signal });
+      for await (const step of stream) {
+        post({ id, type: 'step', value: plain(step) }, buffersOf(step));
+        request.credit--;
+        // Flow control: stay at most `window` steps ahead of the consumer.
+        while (request.credit <= 0 && !controller.signal.aborted) await new Promise((r) => { request.wake = r; });
+      }
+      return stream.result;
+    } finally {
+      requests.delete(id);
+      end();
+    }
+  },
+
+  pull({ id }) {
+    const r = requests.get(id);
+    if (r && 'credit' in r) {
+      r.credit++;
+      r.wake?.();
+      r.wake = null;
+    }
+    return undefined;
+  },
+
+  abort({ id }) {
+    const r = requests.get(id);
+    if (r) {
+      r.controller.abort();
+      r.wake?.();
+    }
+    return undefined;
+  },
+
+  async dispose({ model: key }) {
+    const m = models.get(key);
+    models.delete(key);
+    // A stream of this model waiting for the consumer would never finish: let it see the end.
+    await m?.dispose();
+    // Its streams end at their next token (with finishReason "aborted"): let them send their
+    // results before this reply, after which the client may terminate the worker.
+    const streams = [...requests.values()].filter((r) => r.model === key);
+    for (const r of streams) r.wake?.();
+    await Promise.all(streams.map((r) => r.finished));
+    return undefined;
+  },
+
+  async engineInfo() {
+    const m = await getModule();
+    return { simd: m.simdArch(), ...m.memoryStats() };
+  },
+};
+
+const silent = new Set(['pull', 'abort']);  // no reply
+
+async function onMessage(message) {
+  const { id, op } = message ?? {};
+  const handler = handlers[op];
+  if (!handler) {
+    post({ id, type: 'error', error: { name: 'Error', message: `attnlens worker: unknown request ${JSON.stringify(op)}` } });
+    return;
+  }
+  if (silent.has(op)) {
+    handler(message);
+    return;
+  }
+  try {
+    const value = await handler(message);
+    post({ id, type: 'result', value: plain(value) }, buffersOf(value));
+  } catch (e) {
+    post({ id, type: 'error', error: serializeError(e) });
+  }
+}
+
+// No top-level await: bundlers may build the worker as a classic script (Vite's default).
+if (isNode) {
+  // Messages that arrive before the listener is attached wait in the port.
+  import('node:worker_threads').then(({ parentPort }) => {
+    if (!parentPort) throw new Error('attnlens: worker.mjs is meant to run in a worker (node:worker_threads or a Web Worker)');
+    post = (message, transfer) => parentPort.postMessage(message, transfer);
+    parentPort.on('message', onMessage);
+  });
+} else {
+  post = (message, transfer) => self.postMessage(message, transfer ?? []);
+  self.addEventListener('message', (event) => onMessage(event.data));
+}
