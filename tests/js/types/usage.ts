@@ -1,0 +1,113 @@
+// Type-checks the public API as a user writes it (tsc --noEmit -p tests/js/types, run by
+// tests/js/types.test.mjs). 'attnlens' resolves through package.json "exports" → "types".
+// Lines marked @ts-expect-error must NOT compile: they prove the declarations reject misuse.
+import {
+  Attentions,
+  FetchError,
+  Model,
+  engineInfo,
+  loadModel,
+  loadTokenizer,
+  type AttentionRecord,
+  type EngineInfo,
+  type ForwardResult,
+  type GenerateResult,
+  type LoadProgress,
+  type MemoryStats,
+  type ModelInfo,
+  type StreamStep,
+  type TokenStream,
+  type WorkerModel,
+} from 'attnlens';
+
+async function inThread(): Promise<void> {
+  const controller = new AbortController();
+  const model: Model = await loadModel('https://example.com/kjv-gpt2/', {
+    onProgress: (p: LoadProgress) => console.log(p.loaded, p.total ?? '?', p.file),
+    signal: controller.signal,
+    cache: true,
+    quantize: 'q8_0',
+    contextLength: 128,
+  });
+  const info: Readonly<ModelInfo> = model.info;
+  const layers: number = info.layers + info.heads + info.contextLength + info.params + info.memoryBytes;
+  const arch: string = info.architecture;
+
+  const { ids, pieces } = await model.tokenize('And God said', { addSpecialTokens: false });
+  const text: string = await model.detokenize(ids);
+  const labels: string[] = await model.pieces(new Int32Array(ids));
+
+  const out: ForwardResult = await model.forward(ids, { attentions: { layers: [0], heads: [1, 2] } });
+  const logits: Float32Array | null = out.logits;
+  const head: Float32Array | undefined = out.attentions?.get(0, 1);
+  const cross: Float32Array | undefined = out.attentions?.get(0, 0, 'cross');
+  const rec: AttentionRecord | undefined = out.attentions?.records[0];
+  const s2s = await model.forward({ source: [1, 2, 3], target: [1] }, { attentions: true });
+
+  const r: GenerateResult = await model.generate('In the beginning', {
+    maxNewTokens: 20, temperature: 0.8, topK: 40, topP: 0.95, repetitionPenalty: 1.1, seed: 7, stop: ['\n'],
+    signal: controller.signal, onToken: (s: StreamStep) => console.log(s.text),
+  });
+  const reason: 'eos' | 'length' | 'stop' | 'context' | 'aborted' = r.finishReason;
+  const speed: number = r.timings.tokensPerSecond + r.timings.prefillMs;
+
+  const stream: TokenStream = model.stream([1, 2, 3], { attentions: true, maxNewTokens: 5 });
+  for await (const step of stream) {
+    const t: number = step.token;
+    const row: Float32Array | undefined = step.attentions?.row(0, 0, 0);
+    if (step.result) console.log(step.result.text);
+  }
+  const final: GenerateResult | null = stream.result;
+
+  const mem: MemoryStats = model.memory();
+  const e: EngineInfo = await engineInfo();
+  const simd: string = e.simd;
+  await model.dispose();
+  const gone: boolean = model.disposed;
+
+  // @ts-expect-error temperature is a number
+  await model.generate('x', { temperature: 'hot' });
+  // @ts-expect-error unknown option
+  await model.generate('x', { maxTokens: 3 });
+  // @ts-expect-error prompt must be text or ids
+  await model.generate({ text: 'x' });
+  // @ts-expect-error quantize is "q8_0" or "none"
+  await loadModel('m.gguf', { quantize: 'q4' });
+  // @ts-expect-error memory() is synchronous in this thread
+  const notAPromise: Promise<MemoryStats> = model.memory();
+}
+
+async function inWorker(): Promise<void> {
+  const model: WorkerModel = await loadModel([new ArrayBuffer(8), { name: 'tokenizer.json', data: new Uint8Array(4) }], { worker: true });
+  const mem: MemoryStats = await model.memory();
+  const steps: StreamStep[] = [];
+  for await (const step of model.stream('Once', { signal: AbortSignal.timeout(1000) })) steps.push(step);
+  const out = await model.forward([1, 2]);
+  const a: Attentions | null = out.attentions;
+  await model.dispose();
+
+  const mine = new Worker(new URL('attnlens/worker', import.meta.url), { type: 'module' });
+  const other: WorkerModel = await loadModel(new Blob([]), { worker: mine });
+  // @ts-expect-error in a worker, memory() is a Promise
+  const sync: MemoryStats = other.memory();
+}
+
+async function errors(): Promise<void> {
+  try {
+    await loadModel(new URL('https://example.com/missing.gguf'));
+  } catch (e) {
+    if (e instanceof FetchError) {
+      const status: number = e.status;
+      const url: string = e.url;
+    }
+  }
+  const tok = await loadTokenizer('tokenizer.json', { vocabSize: 512 });
+  const t: number[] = tok.tokenize('hello').ids;
+  tok.dispose();
+  const att = new Attentions([]);
+  const kinds = att.kinds;
+  // @ts-expect-error no such attention kind
+  att.get(0, 0, 'decoder');
+}
+
+export { inThread, inWorker, errors };

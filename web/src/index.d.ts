@@ -1,0 +1,356 @@
+// Type declarations of the AttnLens JavaScript API (web/src/index.mjs).
+//
+//   import { loadModel } from 'attnlens';
+//   const model = await loadModel('https://example.com/kjv-gpt2/', { onProgress: (p) => … });
+//   for await (const step of model.stream('And God said', { attentions: true })) …
+
+// ---- sources and loading ---------------------------------------------------------------------------
+
+/** Bytes of one file with its name (the name tells the engine what the file is, e.g. "tokenizer.json"). */
+export interface NamedBuffer {
+  name: string;
+  data: ArrayBuffer | ArrayBufferView;
+}
+
+/**
+ * One file or folder of a model:
+ * - a URL (string or URL) of a file, or of a Hugging Face-style folder when it ends with "/"
+ *   (config.json, tokenizer.json, model.safetensors or its index and shards);
+ * - in Node, a path of a file or a folder (or a file: URL);
+ * - a File / Blob; an ArrayBuffer or typed array (named "file0", "file1", … by position); a NamedBuffer.
+ */
+export type ModelSourceItem = string | URL | Blob | ArrayBuffer | ArrayBufferView | NamedBuffer;
+/** A model's files: one item, or several (e.g. a llama2.c checkpoint and its tokenizer.bin). */
+export type ModelSource = ModelSourceItem | readonly ModelSourceItem[];
+
+/** Download (or read) progress over all the files of a model. */
+export interface LoadProgress {
+  /** Bytes read so far, over all files; never decreases. */
+  loaded: number;
+  /** Bytes of all files, when known (every server sent Content-Length, uncompressed); else undefined. */
+  total: number | undefined;
+  /** Name of the file being read. */
+  file: string;
+}
+
+/** Something that runs web/src/worker.mjs ("attnlens/worker"): a Web Worker or a node:worker_threads Worker. */
+export interface WorkerLike {
+  postMessage(message: any, transfer?: any): void;
+  terminate(): unknown;
+}
+
+export interface LoadOptions {
+  /** Called as bytes arrive. */
+  onProgress?: (progress: LoadProgress) => void;
+  /** Aborts the download / load (the promise rejects with the signal's reason). */
+  signal?: AbortSignal;
+  /** Keep downloads in Cache Storage (browsers) so a second load works offline. Default false. */
+  cache?: boolean;
+  /** "q8_0": quantize f32 weights to 8 bits at load (about 4× less memory). Default "none". */
+  quantize?: 'q8_0' | 'none';
+  /** Positions the KV cache holds (default: the model's context length). */
+  contextLength?: number;
+  /**
+   * Run the model in a Web Worker (Node: worker_threads): true to let AttnLens create it, or a
+   * Worker you created on "attnlens/worker" (you terminate it). Buffers given as the source are
+   * transferred to the worker (detached here).
+   */
+  worker?: boolean | WorkerLike;
+}
+
+export interface LoadTokenizerOptions extends Omit<LoadOptions, 'worker' | 'quantize' | 'contextLength'> {
+  /** llama2.c tokenizer.bin: the vocabulary size, if the file has extra records. */
+  vocabSize?: number;
+}
+
+/** A failed download: carries the HTTP status (e.g. 404). */
+export class FetchError extends Error {
+  constructor(url: string, status: number, statusText?: string);
+  readonly name: 'FetchError';
+  readonly url: string;
+  readonly status: number;
+}
+
+/** Loads a model in this thread. */
+export function loadModel(source: ModelSource, options?: LoadOptions & { worker?: false }): Promise<Model>;
+/** Loads a model in a worker: the same API, every method async, the model never runs in this thread. */
+export function loadModel(source: ModelSource, options: LoadOptions & { worker: true | WorkerLike }): Promise<WorkerModel>;
+export function loadModel(source: ModelSource, options?: LoadOptions): Promise<Model | WorkerModel>;
+
+/** Loads a tokenizer alone: tokenizer.bin (llama2.c), tokenizer.json, or a GGUF's embedded tokenizer. */
+export function loadTokenizer(source: ModelSource, options?: LoadTokenizerOptions): Promise<Tokenizer>;
+
+export interface EngineInfo {
+  /** The SIMD instruction set the kernels were compiled for (e.g. "sse4.1", WebAssembly SIMD128). */
+  simd: string;
+  /** Bytes the engine has allocated in the wasm heap. */
+  allocatedBytes: number;
+  /** Size of the wasm heap (it grows, never shrinks). */
+  heapBytes: number;
+  /** The most the heap may grow to. */
+  heapMaxBytes: number;
+}
+
+/** Facts about this thread's engine instance. */
+export function engineInfo(): Promise<EngineInfo>;
+
+// ---- models ---------------------------------------------------------------------------------------
+
+export type ModelKind = 'decoder-only' | 'encoder-only' | 'encoder-decoder';
+
+/** The model card. */
+export interface ModelInfo {
+  /** e.g. "llama", "gpt2", "bert", "seq2seq". */
+  architecture: string;
+  kind: ModelKind;
+  /** File format: "llama2c", "gguf", "safetensors". */
+  format: string;
+  /** Parameter count. */
+  params: number;
+  dModel: number;
+  /** Decoder layers (encoder-only models: encoder layers). */
+  layers: number;
+  /** Encoder layers of an encoder–decoder model (0 otherwise). */
+  encoderLayers: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  dFF: number;
+  vocabSize: number;
+  /** Context length (positions). */
+  contextLength: number;
+  /** "rope", "learned", "sinusoidal". */
+  positions: string;
+  /** "f32", "f16", "q8_0", … */
+  weightDtype: string;
+  weightBytes: number;
+  fileBytes: number;
+  kvCacheBytes: number;
+  /** Bytes in memory: the files plus the KV cache. */
+  memoryBytes: number;
+  files: Array<{ name: string; bytes: number }>;
+  tokenizer: { kind: string; vocabSize: number; bosId: number; eosId: number } | null;
+}
+
+/** How prompts are turned into tokens, and which tokens end a generation. */
+export interface PromptFormat {
+  addSpecial: boolean;
+  emptyPromptToken: number;
+  stopTokens: number[];
+  decoderStartToken: number;
+  sourceSuffixEos: boolean;
+  eosToken: number;
+}
+
+/** Token ids: an array or an integer typed array. */
+export type TokenIds = readonly number[] | Int32Array | Uint32Array | Uint16Array | Uint8Array;
+
+export interface TokenizeOptions {
+  /** Add the special tokens the model family adds (e.g. BOS). Default true. */
+  addSpecialTokens?: boolean;
+}
+
+export interface Tokenized {
+  ids: number[];
+  /** The text piece of each token. */
+  pieces: string[];
+}
+
+/** Which attention weights to record: true for all, or some layers and/or heads. */
+export type AttentionSelection = boolean | { layers?: number[]; heads?: number[] };
+
+export interface ForwardOptions {
+  attentions?: AttentionSelection;
+  /** Encoder-only (BERT) models: segment ids. */
+  tokenTypes?: TokenIds;
+}
+
+/** forward()'s input: ids (decoder-only, encoder-only) or { source, target } (encoder–decoder). */
+export type ForwardInput = TokenIds | { source: TokenIds; target: TokenIds } | { ids: TokenIds; tokenTypes?: TokenIds };
+
+export interface ForwardResult {
+  /** Logits [position][vocab] of every position (null: an encoder without a masked-LM head). */
+  logits: Float32Array | null;
+  /** [positions, vocab]. */
+  shape: [number, number] | null;
+  /** The recorded attention weights, if asked for. */
+  attentions: Attentions | null;
+  /** Encoder-only models: hidden states [position][dModel]. */
+  hidden?: Float32Array;
+  hiddenShape?: [number, number];
+}
+
+export interface SamplingOptions {
+  /** New tokens at most (default 128). */
+  maxNewTokens?: number;
+  /** 0 = greedy (default 1). */
+  temperature?: number;
+  /** Keep the k most likely tokens (0 = off, the default). */
+  topK?: number;
+  /** Nucleus sampling, in (0, 1] (default 1 = off). */
+  topP?: number;
+  /** > 0; 1 = off (default). */
+  repetitionPenalty?: number;
+  /** Seed of the sampler (an integer ≥ 0; default random, reported in the result). */
+  seed?: number;
+  /** Stop when the text contains one of these (the text is cut before it). */
+  stop?: string | string[];
+  /** Stops the generation within one token: it then resolves with finishReason "aborted". */
+  signal?: AbortSignal;
+}
+
+export interface GenerateOptions extends SamplingOptions {
+  /** Sees every new token as it is generated. */
+  onToken?: (step: StreamStep) => void;
+}
+
+export interface StreamOptions extends SamplingOptions {
+  /** Record attention: each step then carries the weights of the pass that produced its token. */
+  attentions?: AttentionSelection;
+}
+
+export type FinishReason = 'eos' | 'length' | 'stop' | 'context' | 'aborted';
+
+export interface GenerateResult {
+  /** The generated text (without the prompt). */
+  text: string;
+  /** Every token: the prompt's (encoder–decoder: the decoder start token), then the new ones. */
+  tokens: number[];
+  pieces: string[];
+  /** Encoder–decoder models: the source (encoder) tokens. */
+  source?: number[];
+  /** How many of `tokens` are the prompt's. */
+  promptTokens: number;
+  finishReason: FinishReason;
+  seed: number;
+  timings: { prefillMs: number; decodeMs: number; decodedTokens: number; tokensPerSecond: number };
+}
+
+export interface StreamStep {
+  /** The new token's id. */
+  token: number;
+  /** Its text piece (as the tokenizer has it). */
+  piece: string;
+  /** The text it adds to the output (may be "" until a multi-byte character is complete). */
+  text: string;
+  /** Its position in the sequence. */
+  position: number;
+  /**
+   * With options.attentions: the weights of the forward pass that produced this token (the whole
+   * prompt at the first step, for encoder–decoder models with the encoder's; then one query row).
+   */
+  attentions?: Attentions;
+  /** On the last step: the result, as generate() returns it. */
+  result?: GenerateResult;
+}
+
+/** What stream() returns: iterate it with for await; once done, `result` holds the result (also after an abort). */
+export interface TokenStream extends AsyncIterable<StreamStep> {
+  result: GenerateResult | null;
+}
+
+export interface MemoryStats extends Omit<EngineInfo, 'simd'> {
+  /** This model's KV cache. */
+  kvCacheBytes: number;
+  /** This model's files. */
+  fileBytes: number;
+}
+
+/** A model running in this thread (loadModel without `worker`). */
+export class Model {
+  private constructor();
+  /** The model card. */
+  readonly info: Readonly<ModelInfo>;
+  readonly promptFormat: Readonly<PromptFormat>;
+  /** True once dispose() was called. */
+  readonly disposed: boolean;
+  tokenize(text: string, options?: TokenizeOptions): Promise<Tokenized>;
+  detokenize(ids: TokenIds): Promise<string>;
+  /** The text piece of each token id. */
+  pieces(ids: TokenIds): Promise<string[]>;
+  /** One forward pass from position 0, with the logits of every position and, if asked, attention. */
+  forward(input: ForwardInput, options?: ForwardOptions): Promise<ForwardResult>;
+  generate(prompt: string | TokenIds, options?: GenerateOptions): Promise<GenerateResult>;
+  /** Streams the generation token by token (breaking out of the loop stops it). */
+  stream(prompt: string | TokenIds, options?: StreamOptions): TokenStream;
+  /** Memory now. */
+  memory(): MemoryStats;
+  /** Frees the model's memory; a running generation ends as "aborted"; later calls throw. */
+  dispose(): Promise<void>;
+}
+
+/** A model running in a worker (loadModel with `worker`): Model's API, every method async. (A type only.) */
+export interface WorkerModel {
+  readonly info: Readonly<ModelInfo>;
+  readonly promptFormat: Readonly<PromptFormat>;
+  readonly disposed: boolean;
+  /** The worker running the model. */
+  readonly worker: WorkerLike;
+  tokenize(text: string, options?: TokenizeOptions): Promise<Tokenized>;
+  detokenize(ids: TokenIds): Promise<string>;
+  pieces(ids: TokenIds): Promise<string[]>;
+  /** Logits and attention arrays are transferred from the worker (no copy). */
+  forward(input: ForwardInput, options?: ForwardOptions): Promise<ForwardResult>;
+  generate(prompt: string | TokenIds, options?: GenerateOptions): Promise<GenerateResult>;
+  stream(prompt: string | TokenIds, options?: StreamOptions): TokenStream;
+  memory(): Promise<MemoryStats>;
+  /** Engine facts of the worker's own wasm instance. */
+  engineInfo(): Promise<EngineInfo>;
+  /** Frees the model's memory and terminates the worker (unless you passed it in). */
+  dispose(): Promise<void>;
+}
+
+// ---- attention -------------------------------------------------------------------------------------
+
+/** "self": decoder(-only) self-attention; "encoder": encoder self-attention; "cross": decoder → encoder. */
+export type AttentionKind = 'self' | 'encoder' | 'cross';
+
+/** The weights of one attention layer in one forward pass. */
+export interface AttentionRecord {
+  kind: AttentionKind;
+  layer: number;
+  heads: number;
+  /** Queries of this pass (the whole prompt at prefill, 1 per generated token). */
+  queries: number;
+  /** Keys each query could attend to (self: every position so far; cross: the source tokens). */
+  keys: number;
+  /** Position of the first query. */
+  queryStart: number;
+  /** Post-softmax weights [head][query][key]; causal rows are 0 beyond their own position. */
+  data: Float32Array;
+}
+
+export class Attentions {
+  constructor(records: AttentionRecord[]);
+  readonly records: AttentionRecord[];
+  /** Kinds present, e.g. ["self"] or ["encoder", "self", "cross"]. */
+  readonly kinds: AttentionKind[];
+  /** Layers recorded for a kind (default "self"), ascending. */
+  layers(kind?: AttentionKind): number[];
+  /** One layer's record (throws RangeError if it was not recorded). */
+  layer(layer: number, kind?: AttentionKind): AttentionRecord;
+  /** One head's weights: Float32Array [query][key] (a view into the record). */
+  get(layer: number, head: number, kind?: AttentionKind): Float32Array;
+  /** One query's weights over the keys. */
+  row(layer: number, head: number, query: number, kind?: AttentionKind): Float32Array;
+  /** The mean over heads: Float32Array [query][key]. */
+  mean(layer: number, kind?: AttentionKind): Float32Array;
+  /** Nested arrays [layer][head][query][key] of one kind. */
+  toArray(kind?: AttentionKind): number[][][][];
+  toJSON(): Partial<Record<AttentionKind, number[][][][]>>;
+  /** The ArrayBuffers (for postMessage transfer lists). */
+  readonly buffers: ArrayBuffer[];
+}
+
+// ---- tokenizer -------------------------------------------------------------------------------------
+
+/** A tokenizer without a model (loadTokenizer). Synchronous: it runs in this thread. */
+export class Tokenizer {
+  private constructor();
+  readonly kind: string;
+  readonly vocabSize: number;
+  tokenize(text: string, options?: TokenizeOptions): Tokenized;
+  detokenize(ids: TokenIds): string;
+  pieces(ids: TokenIds): string[];
+  dispose(): void;
+}
