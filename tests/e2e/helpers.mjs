@@ -1,0 +1,135 @@
+// Shared helpers for the browser tests: headless Chromium through playwright-core (the system's
+// /usr/bin/chromium, flags as TOOLCHAIN.md §7), the static server, screenshots, console capture.
+//
+//   const server = await startServer({ port: 0 });          // tools/serve.mjs (strict CSP)
+//   const browser = await launchBrowser();                   // { context, page, close(), errors }
+//   await browser.page.goto(`${server.url}/web/demo/`);
+//   …
+//   await browser.close(); await server.close();
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, isAbsolute, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export { startServer, STRICT_CSP } from '../../tools/serve.mjs';
+
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const artifactsDir = join(repoRoot, 'tests', 'artifacts');
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+
+/** Why browser tests cannot run here (a string), or null. Pass it as node:test's `skip`. */
+export async function browserUnavailable() {
+  if (!existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (run: node tools/setup.mjs)`;
+  try {
+    await import('playwright-core');
+  } catch {
+    return 'playwright-core is not installed (run: npm install)';
+  }
+  return null;
+}
+
+/** Why the page cannot run here (the wasm engine is not built), or null. */
+export function wasmUnavailable() {
+  return existsSync(join(repoRoot, 'dist/wasm/attnlens.wasm')) ? null : 'dist/wasm is not built (run: node tools/build.mjs --wasm)';
+}
+
+/**
+ * Launches headless Chromium with a fresh profile. Returns { context, page, errors, close }:
+ * `errors` collects page errors and console errors (messages matching `ignoreConsole` are skipped).
+ */
+export async function launchBrowser({ viewport = { width: 1280, height: 800 }, deviceScaleFactor = 1, ignoreConsole = [] } = {}) {
+  const { chromium } = await import('playwright-core');
+  const profile = mkdtempSync(join(tmpdir(), 'attnlens-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport,
+    deviceScaleFactor,
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  const errors = [];
+  const watch = (p) => {
+    p.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+    p.on('console', (m) => {
+      if (m.type() !== 'error') return;
+      const text = m.text();
+      if (!ignoreConsole.some((re) => re.test(text))) errors.push(`console: ${text}`);
+    });
+  };
+  watch(page);
+  context.on('page', watch);
+  return {
+    context,
+    page,
+    errors,
+    async close() {
+      await context.close().catch(() => {});
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Saves a screenshot under tests/artifacts/ (or at an absolute path) and returns its path. */
+export async function screenshot(page, name, options = {}) {
+  const file = name.endsWith('.png') ? name : `${name}.png`;
+  const path = isAbsolute(file) ? file : join(artifactsDir, file);
+  mkdirSync(dirname(path), { recursive: true });
+  await page.screenshot({ path, ...options });
+  return path;
+}
+
+/**
+ * Starts recording long tasks (> 50 ms) on the page's main thread with a PerformanceObserver;
+ * returns a function that resolves with the entries ({start, duration, name}) seen since.
+ */
+export async function observeLongTasks(page) {
+  await page.evaluate(() => {
+    window.__longTasks = [];
+    window.__longTaskObserver?.disconnect();
+    window.__longTaskObserver = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.__longTasks.push({ start: e.startTime, duration: e.duration, name: e.name });
+    });
+    window.__longTaskObserver.observe({ type: 'longtask' });
+  });
+  return () => page.evaluate(() => window.__longTasks.slice());
+}
+
+/**
+ * Records a Chromium performance trace (CDP Tracing) around `fn` and returns the durations (ms) of
+ * every task the page's main renderer thread ran, longest first: the exact longest task, where a
+ * long-task observer only says "none over 50 ms".
+ */
+export async function traceMainThreadTasks(context, page, fn) {
+  const cdp = await context.newCDPSession(page);
+  const events = [];
+  cdp.on('Tracing.dataCollected', (e) => events.push(...e.value));
+  const done = new Promise((r) => cdp.once('Tracing.tracingComplete', r));
+  await cdp.send('Tracing.start', { categories: 'devtools.timeline,disabled-by-default-devtools.timeline', transferMode: 'ReportEvents' });
+  let result;
+  try {
+    result = await fn();
+  } finally {
+    await cdp.send('Tracing.end');
+    await done;
+    await cdp.detach().catch(() => {});
+  }
+  // the page's main thread: the CrRendererMain thread that ran its frame's tasks
+  const names = new Map();
+  for (const e of events) if (e.ph === 'M' && e.name === 'thread_name') names.set(`${e.pid}:${e.tid}`, e.args?.name);
+  const tasks = new Map();
+  for (const e of events) {
+    if (e.name !== 'RunTask' || e.ph !== 'X' || names.get(`${e.pid}:${e.tid}`) !== 'CrRendererMain') continue;
+    const key = `${e.pid}:${e.tid}`;
+    if (!tasks.has(key)) tasks.set(key, []);
+    tasks.get(key).push(e.dur / 1000);
+  }
+  // several renderer main threads can appear (service worker pages do not; other tabs might): take the busiest
+  let main = [];
+  for (const list of tasks.values()) if (list.length > main.length) main = list;
+  return { result, tasks: main.sort((a, b) => b - a) };
+}

@@ -1,0 +1,339 @@
+// The attention explorer: wires the model picker, the prompt and the attention views together.
+//
+//   state.mjs          what is shown          run.mjs        one generation and its attention
+//   catalog.mjs        where models come from engine.mjs     the engine, in a Web Worker
+//   views/*.mjs        text, tokens (lines), matrix, overview, model card
+//   frame.mjs          one render per animation frame       export.mjs, offline.mjs, controls.mjs
+import { builtinSource, fetchManifest, filesSource, samplingDefaults, SourceError, urlSource } from './catalog.mjs';
+import { applySampling, readSampling, rollSeed, setupToolbar, syncToolbar } from './controls.mjs';
+import { IN_WORKER, openModel } from './engine.mjs';
+import { exportJson, exportPng } from './export.mjs';
+import { $, clearCssVars, formatBytes, h } from './format.mjs';
+import { invalidate } from './frame.mjs';
+import { loadErrorText, runErrorText, showMessage } from './messages.mjs';
+import { enableOffline } from './offline.mjs';
+import { generate } from './run.mjs';
+import { HEAD_AVERAGE, State } from './state.mjs';
+import { HeatImages } from './views/heat-images.mjs';
+import { MatrixView } from './views/matrix.mjs';
+import { renderModelCard } from './views/model-card.mjs';
+import { OverviewView } from './views/overview.mjs';
+import { TextView } from './views/text.mjs';
+import { TokensView } from './views/tokens.mjs';
+
+const state = new State();
+const images = new HeatImages();
+const views = {
+  text: new TextView(state, $('#text-view')),
+  tokens: new TokensView(state, $('#view-tokens')),
+  matrix: new MatrixView(state, images, $('#view-matrix')),
+  overview: new OverviewView(state, images, $('#view-overview')),
+};
+const page = { manifest: null, loading: null, generating: null, defaultName: null };
+
+// Every change redraws what shows it, once per frame.
+state.on(null, (changed) => {
+  if (['model', 'run', 'kind', 'view'].some((k) => changed.has(k)) || changed.has('rows')) syncToolbar(state);
+  for (const v of Object.values(views)) invalidate(v);
+});
+window.addEventListener('resize', () => Object.values(views).forEach(invalidate));
+matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+  clearCssVars();
+  images.clear();
+  Object.values(views).forEach(invalidate);
+});
+
+// ---- models ------------------------------------------------------------------------------------
+function setPill(id, text, tone) {
+  const pill = $(id);
+  pill.textContent = text;
+  pill.dataset.state = tone;
+}
+
+const engineLabel = (model) => `Engine: ${IN_WORKER ? 'Web Worker' : 'main thread'} · ${model.name}`;
+
+async function load(source) {
+  page.loading?.abort();
+  const ac = new AbortController();
+  page.loading = ac;
+  showMessage($('#model-message'), null);
+  const bar = $('#load-bar');
+  const label = $('#load-label');
+  $('#load-progress').hidden = false;
+  bar.removeAttribute('value');
+  label.textContent = `Loading ${source.label}…`;
+  setPill('#engine-pill', 'Engine: loading', 'busy');
+  document.body.dataset.loading = 'true';
+  const t0 = performance.now();
+  try {
+    const api = await openModel(source.load, {
+      signal: ac.signal,
+      onProgress: ({ loaded, total, file }) => {
+        if (total) bar.value = loaded / total;
+        label.textContent = `${file ?? source.label}: ${formatBytes(loaded)}${total ? ` of ${formatBytes(total)}` : ''}`;
+      },
+    });
+    if (!api.info.tokenizer) {
+      await api.dispose();
+      throw new SourceError(`${source.label} has no tokenizer, so it cannot read text. Load it together with its tokenizer (tokenizer.bin for llama2.c, tokenizer.json for safetensors).`);
+    }
+    if (api.info.kind === 'encoder-only') {
+      await api.dispose();
+      throw new SourceError(`${source.label} is an encoder-only model (${api.info.architecture}): it does not generate text. Load a decoder or an encoder–decoder.`);
+    }
+    const gen = await source.generationConfig();
+    const previous = state.model;
+    if (page.generating) page.generating.abort();
+    const model = {
+      api,
+      name: source.name,
+      label: source.label,
+      info: api.info,
+      builtin: source.kind === 'builtin',
+      description: source.entry?.description,
+      examples: source.entry?.example_prompts ?? [],
+      loadMs: performance.now() - t0,
+    };
+    applySampling({ temperature: 0.8, topK: 40, topP: 1, maxNewTokens: Math.min(100, api.info.contextLength), ...samplingDefaults(gen) });
+    showExamples(model, previous);
+    state.set({
+      model,
+      run: null,
+      kind: api.info.kind === 'encoder-decoder' ? 'cross' : 'self',
+      layer: 0,
+      head: HEAD_AVERAGE,
+      query: null,
+      pinned: false,
+    });
+    if (source.kind === 'builtin') $('#model-select').value = source.name;
+    else $('#model-select').value = '';
+    await refreshCard();
+    setPill('#engine-pill', engineLabel(model), 'ok');
+    $('#generate').disabled = false;
+    if (previous && previous.api !== api) await previous.api.dispose();  // only once the new one works
+  } catch (e) {
+    showMessage($('#model-message'), loadErrorText(e, source.label));
+    setPill('#engine-pill', state.model ? engineLabel(state.model) : 'Engine: no model', state.model ? 'ok' : 'warn');
+    if (state.model?.builtin) $('#model-select').value = state.model.name;
+    else $('#model-select').value = '';
+  } finally {
+    if (page.loading === ac) {
+      page.loading = null;
+      $('#load-progress').hidden = true;
+      delete document.body.dataset.loading;
+    }
+  }
+}
+
+async function refreshCard() {
+  const m = state.model;
+  let memory = null;
+  try {
+    memory = m ? await m.api.memory() : null;
+  } catch {
+    memory = null;
+  }
+  renderModelCard($('#model-card'), m, memory);
+}
+
+function showExamples(model, previous) {
+  const box = $('#examples');
+  box.replaceChildren(
+    ...model.examples.map((p) =>
+      h('button', { type: 'button', class: 'example', text: p, onclick: () => { $('#prompt').value = p; $('#prompt').focus(); } }),
+    ),
+  );
+  const prompt = $('#prompt');
+  const wasExample = !prompt.value || previous?.examples.includes(prompt.value);
+  if (wasExample && model.examples.length) prompt.value = model.examples[0];
+}
+
+async function setupModelPicker() {
+  const select = $('#model-select');
+  try {
+    page.manifest = await fetchManifest();
+  } catch (e) {
+    select.replaceChildren(h('option', { value: '', text: 'No built-in models' }));
+    showMessage($('#model-message'), loadErrorText(e, 'the model list'));
+    setPill('#engine-pill', 'Engine: no model', 'warn');
+    return;
+  }
+  const entries = page.manifest.models;
+  select.replaceChildren(
+    ...entries.map((m) => h('option', { value: m.name, text: `${m.name} — ${m.task ?? m.architecture}` })),
+    h('option', { value: '', text: 'Other (URL or files)', disabled: true }),
+  );
+  select.disabled = false;
+  select.addEventListener('change', () => {
+    const entry = entries.find((m) => m.name === select.value);
+    if (entry) load(builtinSource(entry));
+  });
+  // ?model=NAME picks a built-in model; ?url=… loads one from a URL (handy for links and tests).
+  const params = new URLSearchParams(location.search);
+  const wanted = params.get('model') ?? page.manifest.default ?? entries[0]?.name;
+  page.defaultName = wanted;
+  if (params.get('url')) return load(urlSource(params.get('url')));
+  const entry = entries.find((m) => m.name === wanted) ?? entries[0];
+  if (entry) {
+    select.value = entry.name;
+    await load(builtinSource(entry));
+  }
+}
+
+$('#url-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  try {
+    load(urlSource($('#model-url').value));
+  } catch (err) {
+    showMessage($('#model-message'), loadErrorText(err, 'that URL'));
+  }
+});
+
+$('#load-cancel').addEventListener('click', () => page.loading?.abort());
+
+// files: the drop zone (click / Enter opens the picker), or anywhere on the page
+function loadFiles(list) {
+  try {
+    load(filesSource(list));
+  } catch (err) {
+    showMessage($('#model-message'), loadErrorText(err, 'those files'));
+  }
+}
+const dropzone = $('#dropzone');
+const fileInput = $('#file-input');
+dropzone.addEventListener('click', () => fileInput.click());
+dropzone.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' || e.key === ' ') {
+    e.preventDefault();
+    fileInput.click();
+  }
+});
+fileInput.addEventListener('change', () => {
+  if (fileInput.files.length) loadFiles(fileInput.files);
+  fileInput.value = '';
+});
+let dragDepth = 0;
+const overlay = $('#drop-overlay');
+const hasFiles = (e) => [...(e.dataTransfer?.types ?? [])].includes('Files');
+document.addEventListener('dragenter', (e) => {
+  if (!hasFiles(e)) return;
+  dragDepth++;
+  overlay.hidden = false;
+  dropzone.classList.add('is-over');
+});
+document.addEventListener('dragleave', () => {
+  if (--dragDepth <= 0) {
+    dragDepth = 0;
+    overlay.hidden = true;
+    dropzone.classList.remove('is-over');
+  }
+});
+document.addEventListener('dragover', (e) => {
+  if (hasFiles(e)) e.preventDefault();
+});
+document.addEventListener('drop', (e) => {
+  if (!hasFiles(e)) return;
+  e.preventDefault();
+  dragDepth = 0;
+  overlay.hidden = true;
+  dropzone.classList.remove('is-over');
+  loadFiles(e.dataTransfer.files);
+});
+
+// ---- generation --------------------------------------------------------------------------------
+function showStats(run) {
+  const s = run?.stats;
+  const fmt = (v, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : '–');
+  $('#stat-tps').textContent = fmt(s?.tokensPerSecond, 0);
+  $('#stat-ms').textContent = fmt(s?.msPerToken, 1);
+  $('#stat-prefill').textContent = fmt(s?.prefillMs, 0);
+  $('#stat-tokens').textContent = run ? String(s.generated) : '–';
+  let note = '';
+  if (run?.status === 'running') note = 'Generating… (rates measured as tokens arrive)';
+  else if (run) {
+    const why = { eos: 'the model ended the text', length: 'reached the token limit', stop: 'hit a stop string', context: 'the context is full', aborted: 'stopped' }[run.finishReason] ?? run.finishReason;
+    note = `Finished: ${why}.${s.engineTimed ? ' Rates timed by the engine.' : ''}`;
+    if (page.longestTask !== undefined) note += ` Longest main-thread task while generating: ${page.longestTask.toFixed(0)} ms.`;
+  }
+  $('#stat-note').textContent = note;
+  const stats = $('#stats');
+  stats.dataset.status = run?.status ?? '';
+  stats.dataset.generated = run ? String(s.generated) : '';
+}
+
+// Long tasks (> 50 ms) on the main thread during generation, shown under the stats.
+const longTasks = [];
+if (PerformanceObserver.supportedEntryTypes?.includes('longtask')) {
+  new PerformanceObserver((list) => longTasks.push(...list.getEntries())).observe({ type: 'longtask' });
+}
+
+async function onGenerate() {
+  const runMessage = $('#run-message');
+  showMessage(runMessage, null);
+  const model = state.model;
+  if (!model) return showMessage(runMessage, 'Load a model first.');
+  const prompt = $('#prompt').value;
+  if (!prompt.trim()) {
+    $('#prompt').focus();
+    return showMessage(runMessage, model.info.kind === 'encoder-decoder' ? 'The prompt is empty: type the text for the model to read (for example a date).' : 'The prompt is empty: type some text for the model to continue.');
+  }
+  const settings = readSampling(model.info.contextLength);
+  if (settings.error) return showMessage(runMessage, settings.error);
+  const ac = new AbortController();
+  page.generating = ac;
+  $('#generate').disabled = true;
+  $('#stop').disabled = false;
+  document.body.dataset.generating = 'true';
+  if (!state.pinned) state.set({ query: null });
+  const t0 = performance.now();
+  const run = await generate(model, prompt, settings, {
+    signal: ac.signal,
+    onUpdate: (r, what) => {
+      if (what === 'start') state.set({ run: r, query: state.pinned ? state.query : null });
+      else state.emit(['rows']);
+      showStats(r);
+    },
+  });
+  const during = longTasks.filter((t) => t.startTime >= t0);
+  page.longestTask = during.length ? Math.max(...during.map((t) => t.duration)) : undefined;
+  if (page.generating === ac) page.generating = null;
+  $('#generate').disabled = !state.model;
+  $('#stop').disabled = true;
+  delete document.body.dataset.generating;
+  if (run.status === 'error') {
+    showMessage(runMessage, runErrorText(run.error));
+    if (state.run === run && !run.store.queryCount('self')) state.set({ run: null });
+  }
+  showStats(state.run === run ? run : state.run);
+  state.emit(['rows']);
+  refreshCard();
+}
+
+$('#generate').addEventListener('click', onGenerate);
+$('#stop').addEventListener('click', () => page.generating?.abort());
+$('#prompt').addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+    e.preventDefault();
+    if (!$('#generate').disabled) onGenerate();
+  }
+});
+$('#seed-roll').addEventListener('click', rollSeed);
+
+// ---- views, export -----------------------------------------------------------------------------
+setupToolbar(state);
+syncToolbar(state);
+$('#export-json').addEventListener('click', () => exportJson(state));
+$('#export-png').addEventListener('click', () => exportPng(views[state.view], state).catch((e) => showMessage($('#run-message'), `PNG export failed: ${e.message}`)));
+
+// ---- start -------------------------------------------------------------------------------------
+window.attnlens = { state, views };  // for the console and the browser tests
+enableOffline((status, detail) => {
+  const text = { ready: 'Works offline', installing: 'Offline: saving…', partial: 'Offline: partial', unsupported: 'Online only', error: 'Online only' }[status];
+  setPill('#offline-pill', text, status === 'ready' ? 'ok' : status === 'installing' ? 'busy' : 'warn');
+  $('#offline-pill').title = detail;
+  document.documentElement.dataset.offline = status;
+});
+window.addEventListener('offline', () => setPill('#offline-pill', 'You are offline', 'warn'));
+window.addEventListener('online', () => setPill('#offline-pill', 'Works offline', 'ok'));
+renderModelCard($('#model-card'), null);
+setupModelPicker();

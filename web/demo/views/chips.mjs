@@ -1,0 +1,83 @@
+// Token chips: one element per token of a sequence, appended as tokens stream in, coloured by the
+// weight the focused query gives them. Every chip carries its exact weight in data-weight (the
+// float32 value the engine computed, as a decimal string that reads back to it) for tests and tools.
+import { h, visiblePiece } from '../format.mjs';
+
+export class ChipList {
+  /**
+   * @param {HTMLElement} root  the list element
+   * @param {object} o  axis ('source' | 'target'), label (piece → text), weightLabel (show the number)
+   */
+  constructor(root, { axis, label = (p) => p, weightLabel = false, className = 'tok' }) {
+    this.root = root;
+    this.axis = axis;
+    this.label = label;
+    this.weightLabel = weightLabel;
+    this.className = className;
+    this.chips = [];
+    this.ids = null;
+  }
+
+  /** Makes the chips match `tokens` ({ids, pieces, origin?}), appending when only new ones came. */
+  sync(tokens) {
+    const n = tokens.ids.length;
+    const same = this.ids === tokens.ids;
+    if (!same || n < this.chips.length) {
+      this.root.replaceChildren();
+      this.chips = [];
+      this.ids = tokens.ids;
+    }
+    for (let i = this.chips.length; i < n; i++) {
+      const piece = tokens.pieces[i] ?? '';
+      const chip = h('li', {
+        class: this.className,
+        role: 'option',
+        'aria-selected': 'false',
+        dataset: { axis: this.axis, i: String(i), origin: tokens.origin?.[i] ?? 'source' },
+        title: `#${i} ${visiblePiece(piece)} (id ${tokens.ids[i]})`,
+      });
+      chip.append(h('span', { class: 'tok-text', text: this.label(piece) }));
+      if (this.weightLabel) chip.append(h('span', { class: 'tok-weight', 'aria-hidden': 'true' }));
+      this.root.append(chip);
+      this.chips.push(chip);
+    }
+  }
+
+  /** Colours every chip by its weight (null: no weights shown) and marks the focused query. */
+  paint(focus, scale, queryIndex) {
+    for (let i = 0; i < this.chips.length; i++) {
+      const chip = this.chips[i];
+      const isQuery = queryIndex === i;
+      if (chip.classList.contains('is-query') !== isQuery) {
+        chip.classList.toggle('is-query', isQuery);
+        chip.setAttribute('aria-selected', String(isQuery));
+      }
+      if (!focus || focus.missing || i >= focus.weights.length) {
+        paintChip(chip, null, scale, this.weightLabel);
+        continue;
+      }
+      paintChip(chip, focus.masked[i] ? null : focus.weights[i], scale, this.weightLabel, focus.masked[i]);
+    }
+  }
+}
+
+function paintChip(chip, w, scale, withNumber, masked = false) {
+  const weight = w === null ? (masked ? '0' : '') : String(w);
+  const key = `${weight}|${scale.key}`;
+  if (chip.paintKey !== key) {
+    chip.paintKey = key;
+    chip.dataset.weight = weight;
+    if (masked) chip.dataset.masked = '';
+    else delete chip.dataset.masked;
+    if (w === null) {
+      chip.style.removeProperty('background-color');
+      chip.style.removeProperty('color');
+    } else {
+      const p = scale.position(w);
+      chip.style.backgroundColor = scale.css(w, p);
+      if (p > 0.45) chip.style.color = scale.ink(w);
+      else chip.style.removeProperty('color');
+    }
+    if (withNumber) chip.lastChild.textContent = w === null ? '' : w > 0 && w < 0.0005 ? '<.001' : w.toFixed(3);
+  }
+}

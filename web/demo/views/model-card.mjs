@@ -1,0 +1,33 @@
+// The model card: what is loaded — architecture, parameters, layers, heads, context length and the
+// memory it takes in the engine.
+import { formatBytes, formatCount, h } from '../format.mjs';
+
+const KIND = { 'decoder-only': 'decoder-only', 'encoder-decoder': 'encoder–decoder', 'encoder-only': 'encoder-only' };
+
+/** Renders `model` ({name, info, description}) and the engine's memory (model.api.memory()) into el. */
+export function renderModelCard(el, model, memory = null) {
+  if (!model) {
+    el.replaceChildren(h('p', { class: 'muted', text: 'No model loaded yet.' }));
+    return;
+  }
+  const i = model.info;
+  const layers = i.kind === 'encoder-decoder' ? `${i.encoderLayers} encoder + ${i.layers} decoder` : String(i.layers);
+  const heads = i.kvHeads && i.kvHeads !== i.heads ? `${i.heads} (${i.kvHeads} key/value heads)` : String(i.heads);
+  const rows = [
+    ['Architecture', `${i.architecture} · ${KIND[i.kind] ?? i.kind}`],
+    ['Parameters', `${formatCount(i.params)} (${i.weightDtype})`],
+    ['Layers', layers],
+    ['Heads', `${heads} × ${i.headDim} dims`],
+    ['Width', `${i.dModel} (feed-forward ${i.dFF})`],
+    ['Context', `${i.contextLength} tokens`],
+    ['Vocabulary', `${i.vocabSize} tokens${i.tokenizer ? ` · ${i.tokenizer.kind}` : ''}`],
+    ['Memory', `${formatBytes(i.memoryBytes)} (weights ${formatBytes(i.fileBytes)} + KV cache ${formatBytes(i.kvCacheBytes)})`],
+  ];
+  if (memory) rows.push(['Engine heap', `${formatBytes(memory.allocatedBytes)} in use of ${formatBytes(memory.heapBytes)} wasm memory`]);
+  const dl = h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', { text: k }), h('dd', { text: v, dataset: { fact: k.toLowerCase().replace(/\s+/g, '-') } })]));
+  el.replaceChildren(
+    h('div', { class: 'card-title' }, h('strong', { text: model.name }), model.builtin ? h('span', { class: 'badge', text: 'built-in' }) : null),
+    model.description ? h('p', { class: 'card-desc', text: model.description }) : null,
+    dl,
+  );
+}
