@@ -22,7 +22,9 @@ let nextId = 1;  // request ids, unique in this realm (several models may share 
 async function createWorker() {
   if (isNode) {
     const { Worker: NodeWorker } = await import('node:worker_threads');
-    return new NodeWorker(new URL(WORKER_FILE, import.meta.url));
+    // The worker inherits node's flags; --input-type (node --input-type=module -e …) breaks a file worker.
+    const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
+    return new NodeWorker(new URL(WORKER_FILE, import.meta.url), { execArgv });
   }
   if (typeof Worker === 'undefined') throw new Error('loadModel: worker: true needs Web Workers, which this environment lacks');
   return new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' });

@@ -1,0 +1,265 @@
+// Worker mode (loadModel(…, { worker: true })): the same API with the model in a worker_threads
+// Worker — same results as in this thread, buffers transferred, progress forwarded, streams with
+// flow control, abort within one token, errors that keep their name, message and status, and
+// dispose() that terminates the worker.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { Worker } from 'node:worker_threads';
+import { Attentions, FetchError, loadModel } from '../../web/src/index.mjs';
+import { dates, noDates, noStories, reportSkips, root, stories } from './fixtures/models.mjs';
+import { serve } from './fixtures/server.mjs';
+
+reportSkips(noStories, noDates);
+
+const workerUrl = new URL('../../web/src/worker.mjs', import.meta.url);
+const exited = (w) => new Promise((r) => w.once('exit', r));
+
+describe('a model in a worker', { skip: noStories }, () => {
+  let model;    // in a worker
+  let local;    // the same model here
+  let server;
+  before(async () => {
+    [model, local] = await Promise.all([loadModel(stories.paths, { worker: true }), loadModel(stories.paths)]);
+    server = await serve({ '/m/': stories.dir });
+  });
+  after(async () => {
+    await model?.dispose();
+    await local?.dispose();
+    await server?.close();
+  });
+
+  test('info and promptFormat are there at once; every method is async and gives what the model gives here', async () => {
+    assert.deepEqual(model.info, local.info);
+    assert.deepEqual(model.promptFormat, local.promptFormat);
+    assert.ok(model.worker instanceof Worker);
+    const text = 'Once upon a time';
+    assert.deepEqual(await model.tokenize(text), await local.tokenize(text));
+    assert.deepEqual(await model.tokenize(text, { addSpecialTokens: false }), await local.tokenize(text, { addSpecialTokens: false }));
+    assert.equal(await model.detokenize([403, 407]), await local.detokenize([403, 407]));
+    assert.deepEqual(await model.pieces(new Int32Array([403, 407])), await local.pieces([403, 407]));
+    const opts = { maxNewTokens: 20, temperature: 0.8, topK: 50, topP: 0.95, seed: 42, stop: ['zzz'] };
+    const [a, b] = [await model.generate(text, opts), await local.generate(text, opts)];
+    assert.deepEqual({ ...a, timings: null }, { ...b, timings: null });
+    assert.ok(a.timings.tokensPerSecond > 0);
+    const memory = await model.memory();
+    assert.equal(memory.kvCacheBytes, local.info.kvCacheBytes);
+    const info = await model.engineInfo();
+    assert.equal(typeof info.simd, 'string');
+  });
+
+  test('forward: logits and attentions come back as transferred arrays, equal to this thread\'s', async () => {
+    const ids = [1, 403, 407, 261, 378];
+    const [w, l] = [await model.forward(ids, { attentions: true }), await local.forward(ids, { attentions: true })];
+    assert.deepEqual(w.shape, l.shape);
+    assert.deepEqual(w.logits, l.logits);
+    assert.ok(w.attentions instanceof Attentions);
+    assert.deepEqual(w.attentions.toJSON(), l.attentions.toJSON());
+    // Each array arrives in a buffer of its own (moved from the worker, not a view of a heap).
+    assert.equal(w.logits.buffer.byteLength, w.logits.byteLength);
+    for (const r of w.attentions.records) assert.equal(r.data.buffer.byteLength, r.data.byteLength);
+    const some = await model.forward(ids, { attentions: { layers: [2], heads: [1] } });
+    assert.deepEqual(some.attentions.layers(), [2]);
+  });
+
+  test('stream: the same steps as in this thread, attention included', async () => {
+    const opts = { maxNewTokens: 10, temperature: 0, attentions: { layers: [0, 4] } };
+    const ws = model.stream('Once upon a time', opts);
+    const w = [];
+    for await (const s of ws) w.push(s);
+    const l = [];
+    for await (const s of local.stream('Once upon a time', opts)) l.push(s);
+    assert.equal(w.length, 10);
+    assert.deepEqual(w.map((s) => [s.token, s.piece, s.text, s.position]), l.map((s) => [s.token, s.piece, s.text, s.position]));
+    for (let i = 0; i < w.length; i++) {
+      assert.ok(w[i].attentions instanceof Attentions);
+      assert.deepEqual(w[i].attentions.toJSON(), l[i].attentions.toJSON());
+    }
+    assert.deepEqual(ws.result.tokens, w.at(-1).result.tokens);
+  });
+
+  test('abort mid-stream: the worker stops within one token', async () => {
+    const controller = new AbortController();
+    const stream = model.stream('Once upon a time', { maxNewTokens: 400, temperature: 0, signal: controller.signal });
+    let n = 0;
+    for await (const _ of stream) if (++n === 4) controller.abort();
+    assert.ok(n >= 4 && n <= 5, `${n} steps`);
+    assert.equal(stream.result.finishReason, 'aborted');
+    assert.equal(stream.result.tokens.length, 5 + n);
+  });
+
+  test('abort generate() from a timer: it resolves promptly with the tokens so far', async () => {
+    const controller = new AbortController();
+    const t0 = performance.now();
+    setTimeout(() => controller.abort(), 30);
+    const r = await model.generate('Once', { maxNewTokens: 100000, temperature: 1, seed: 1, signal: controller.signal });
+    assert.equal(r.finishReason, 'aborted');
+    assert.ok(performance.now() - t0 < 1000);
+    await assert.rejects(model.generate('Once', { signal: AbortSignal.abort() }), { name: 'AbortError' });
+  });
+
+  test('leaving a stream early stops the generation in the worker; the model is free again', async () => {
+    let n = 0;
+    for await (const _ of model.stream('Once', { maxNewTokens: 400, temperature: 0 })) if (++n === 2) break;
+    assert.deepEqual((await model.tokenize('x')).ids.length > 0, true);
+  });
+
+  test('errors keep their class, name, message and status', async () => {
+    await assert.rejects(model.detokenize([1, 9999]), (e) => e instanceof RangeError && /ids\[1\] = 9999/.test(e.message));
+    await assert.rejects(model.forward(Array(600).fill(5)), (e) => e.name === 'Error' && /context overflow/.test(e.message));
+    await assert.rejects(model.forward('x'), TypeError);
+    await assert.rejects(model.generate('x', { temperature: -1 }), RangeError);
+    assert.throws(() => model.stream('', {}), RangeError);
+    const url = server.url('/m/missing.bin');
+    await assert.rejects(loadModel(url, { worker: true }), (e) => e instanceof FetchError && e.status === 404 && e.url === url);
+    await assert.rejects(loadModel([new Uint8Array(64)], { worker: true }), /file0: not a model file/);
+    await assert.rejects(loadModel(42, { worker: true }), TypeError);
+    // The model still works after all that.
+    assert.equal((await model.generate('Once', { maxNewTokens: 2, temperature: 0 })).tokens.length, 4);
+  });
+
+  test('two worker models interleaved give what each gives alone', async () => {
+    const other = await loadModel(stories.buffers(), { worker: true });
+    try {
+      const opts = (seed) => ({ maxNewTokens: 20, temperature: 0.9, seed });
+      const aloneA = await model.generate('Once', opts(1));
+      const aloneB = await other.generate('The dog', opts(2));
+      const [a, b] = await Promise.all([model.generate('Once', opts(1)), other.generate('The dog', opts(2))]);
+      assert.deepEqual(a.tokens, aloneA.tokens);
+      assert.deepEqual(b.tokens, aloneB.tokens);
+    } finally {
+      await other.dispose();
+    }
+  });
+
+  test('the calling thread stays free while the worker generates', async () => {
+    let ticks = 0;
+    let worst = 0;
+    let last = performance.now();
+    const timer = setInterval(() => {
+      const now = performance.now();
+      worst = Math.max(worst, now - last);
+      last = now;
+      ticks++;
+    }, 5);
+    const r = await model.generate('Once upon a time', { maxNewTokens: 400, temperature: 1, seed: 7 });
+    clearInterval(timer);
+    assert.ok(r.tokens.length > 20);
+    assert.ok(ticks > 0);
+    assert.ok(worst < 100, `the event loop stalled for ${worst.toFixed(1)} ms`);
+  });
+});
+
+test('load: source buffers are transferred (detached here), progress events are forwarded', { skip: noStories }, async () => {
+  const [bin, tok] = stories.buffers();
+  const ab = new Uint8Array(bin).buffer;
+  const events = [];
+  const m = await loadModel([ab, tok], { worker: true, onProgress: (p) => events.push(p) });
+  try {
+    assert.equal(ab.byteLength, 0, 'the ArrayBuffer moved to the worker');
+    assert.ok(events.length >= 2);
+    for (let i = 1; i < events.length; i++) assert.ok(events[i].loaded >= events[i - 1].loaded);
+    assert.equal(events.at(-1).loaded, events.at(-1).total);
+    // A view of part of a buffer is copied (just that part), the rest of the buffer stays.
+    const big = new Uint8Array(bin.length + 100);
+    big.set(bin, 100);
+    const m2 = await loadModel([big.subarray(100), stories.buffers()[1]], { worker: true });
+    assert.equal(big.length, bin.length + 100);
+    await m2.dispose();
+  } finally {
+    await m.dispose();
+  }
+});
+
+test('abort a load in the worker', { skip: noStories }, async () => {
+  const server = await serve({ '/m/': stories.dir }, { chunkSize: 16384, chunkDelayMs: 20 });
+  try {
+    const controller = new AbortController();
+    let events = 0;
+    const load = loadModel(server.url('/m/stories260K.bin'), { worker: true, signal: controller.signal, onProgress: () => { if (++events === 2) controller.abort(); } });
+    await assert.rejects(load, { name: 'AbortError' });
+  } finally {
+    await server.close();
+  }
+});
+
+test('dispose(): frees the model, terminates the worker; later calls throw', { skip: noStories }, async () => {
+  const m = await loadModel(stories.paths, { worker: true });
+  const gone = exited(m.worker);
+  await m.dispose();
+  await gone;
+  assert.equal(m.disposed, true);
+  await assert.rejects(m.tokenize('x'), /disposed/);
+  await assert.rejects(m.memory(), /disposed/);
+  assert.throws(() => m.stream('x'), /disposed/);
+  await m.dispose();
+});
+
+test('dispose() during a generation: it ends as "aborted" with its tokens', { skip: noStories }, async () => {
+  const m = await loadModel(stories.paths, { worker: true });
+  let n = 0;
+  let disposing;
+  const r = await m.generate('Once', { maxNewTokens: 400, temperature: 0, onToken: () => { if (++n === 5) disposing = m.dispose(); } });
+  await disposing;
+  assert.equal(r.finishReason, 'aborted');
+  assert.ok(r.tokens.length >= 2 + 5);
+});
+
+test('a Worker of your own: several models in it; dispose() leaves it running', { skip: noStories }, async () => {
+  const w = new Worker(workerUrl);
+  try {
+    const a = await loadModel(stories.paths, { worker: w });
+    const b = await loadModel(stories.buffers(), { worker: w, contextLength: 32 });
+    assert.equal(a.worker, w);
+    const [ga, gb] = await Promise.all([a.generate('Once', { maxNewTokens: 5, temperature: 0 }), b.generate('Once', { maxNewTokens: 5, temperature: 0 })]);
+    assert.deepEqual(ga.tokens, gb.tokens);
+    await a.dispose();
+    assert.equal((await b.generate('Once', { maxNewTokens: 3, temperature: 0 })).tokens.length, 5);
+    const mem = await b.memory();
+    assert.equal(mem.kvCacheBytes, b.info.kvCacheBytes);
+    await b.dispose();
+    const c = await loadModel(stories.paths, { worker: w });  // still alive
+    await c.dispose();
+  } finally {
+    await w.terminate();
+  }
+});
+
+test('a worker that dies: pending calls reject instead of hanging', { skip: noStories }, async () => {
+  const m = await loadModel(stories.paths, { worker: true });
+  const pending = m.generate('Once', { maxNewTokens: 100000, temperature: 1 });
+  await new Promise((r) => setTimeout(r, 20));
+  await m.worker.terminate();
+  await assert.rejects(pending, /worker exited/);
+  await m.dispose();
+});
+
+test('Node exits on its own when a worker model was never disposed', { skip: noStories, timeout: 30_000 }, () => {
+  const script = `
+    const { loadModel } = await import(${JSON.stringify(new URL('../../web/src/index.mjs', import.meta.url).href)});
+    const m = await loadModel(${JSON.stringify(stories.paths)}, { worker: true });
+    console.log((await m.generate('Once', { maxNewTokens: 3, temperature: 0 })).tokens.length);`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', timeout: 20_000 });
+  assert.equal(r.signal, null, 'the process had to be killed');
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), '5');
+});
+
+describe('encoder–decoder in a worker', { skip: noDates }, () => {
+  test('forward with the three attention kinds, stream with the encoder at the first step', async () => {
+    const [w, l] = await Promise.all([loadModel(dates.dir, { worker: true }), loadModel(dates.dir)]);
+    try {
+      const { ids: source } = await w.tokenize('12/05/1999');
+      const input = { source, target: [w.promptFormat.decoderStartToken, 20] };
+      const [fw, fl] = [await w.forward(input, { attentions: true }), await l.forward(input, { attentions: true })];
+      assert.deepEqual(fw.attentions.kinds.sort(), ['cross', 'encoder', 'self']);
+      assert.deepEqual(fw.attentions.toJSON(), fl.attentions.toJSON());
+      const steps = [];
+      for await (const s of w.stream('12/05/1999', { maxNewTokens: 12, temperature: 0, attentions: true })) steps.push(s);
+      assert.ok(steps[0].attentions.kinds.includes('encoder'));
+      assert.equal(steps.map((s) => s.text).join(''), (await l.generate('12/05/1999', { maxNewTokens: 12, temperature: 0 })).text);
+    } finally {
+      await Promise.all([w.dispose(), l.dispose()]);
+    }
+  });
+});
