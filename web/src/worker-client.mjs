@@ -264,7 +264,9 @@ export class WorkerModel {
   async generate(prompt, options = {}) {
     this.#checkGeneration(prompt, options);
     if (options.onToken !== undefined && typeof options.onToken !== 'function') throw new TypeError('onToken must be a function');
-    const stream = this.#stream(prompt, { ...options, attentions: false }, Infinity);
+    // With onToken, the worker stays one token ahead of the callback (as stream() does), so an
+    // abort from onToken stops after at most one more token; without it, it runs freely.
+    const stream = this.#stream(prompt, { ...options, attentions: false }, options.onToken ? STREAM_WINDOW : Infinity);
     for await (const step of stream) options.onToken?.(step);
     return stream.result;
   }
