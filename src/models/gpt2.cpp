@@ -54,8 +54,10 @@ std::unique_ptr<Model> build_gpt2_hf(const nlohmann::json& config, const TensorM
   c.eps = float(r.number("layer_norm_epsilon", 1e-5));
   c.act = nn::parse_activation(r.string("activation_function", "gelu_new"));
   AL_CHECK(c.dim % c.heads == 0, o.source, ": n_embd ", c.dim, " is not divisible by n_head ", c.heads);
-  AL_CHECK(!r.boolean("scale_attn_by_inverse_layer_idx", false) && !r.boolean("reorder_and_upcast_attn", false),
-           o.source, ": GPT-2 attention variants (scale_attn_by_inverse_layer_idx, reorder_and_upcast_attn) are not supported");
+  AL_CHECK(r.boolean("scale_attn_weights", true) && !r.boolean("scale_attn_by_inverse_layer_idx", false) &&
+               !r.boolean("reorder_and_upcast_attn", false),
+           o.source, ": GPT-2 attention variants (scale_attn_weights false, scale_attn_by_inverse_layer_idx, ",
+           "reorder_and_upcast_attn) are not supported");
   // GPT2LMHeadModel saves "transformer.h.0…", GPT2Model saves "h.0…".
   const std::string p = tensors.has("transformer.wte.weight") ? "transformer." : "";
   c.vocab = r.has("vocab_size") ? r.positive_int("vocab_size") : int(tensors.get(p + "wte.weight").dim(0));

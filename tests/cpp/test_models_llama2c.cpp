@@ -2,6 +2,7 @@
 // ../shared/golden/stories260K: logits within 1e-4, every attention weight within 1e-5, greedy tokens
 // identical — token by token through the KV cache, and all at once (prefill).
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <vector>
 
@@ -156,43 +157,40 @@ TEST_CASE("stories260K: greedy decoding reproduces llama2.c's tokens", "[models]
   }
 }
 
-TEST_CASE("stories260K quantized to q8_0: equals f32 math on the dequantized weights", "[models][golden]") {
+TEST_CASE("stories260K quantized to q8_0 at load: close to llama2.c's f32 result", "[models][golden]") {
   SKIP_UNLESS_FILE(testutil::shared_path("golden/stories260K/case0/tokens.txt"));
   auto q = load_stories(WeightFormat::Q8_0);
   CHECK(q->model->info().weight_dtype == "q8_0");
-  // The same checkpoint with every quantizable matrix replaced by its q8_0 round trip, run in f32:
-  // the q8_0 kernels must compute exactly this (up to float summation order).
-  auto f = load_stories();
-  std::vector<std::vector<float>> fake;
-  TensorMap rounded;
-  for (const auto& [name, t] : f->file.tensors.all()) {
-    TensorView v = t;
-    if (t.shape.size() == 2 && t.shape[1] % 32 == 0) {
-      const int rows = int(t.shape[0]), cols = int(t.shape[1]);
-      fake.emplace_back(size_t(rows) * cols);
-      std::vector<uint8_t> block(size_t(cols) / 32 * 34);
-      for (int r = 0; r < rows; ++r) {
-        kernels::quantize_row_q8_0(reinterpret_cast<const float*>(t.data) + size_t(r) * cols, block.data(), cols);
-        kernels::dequantize_row_q8_0(block.data(), fake.back().data() + size_t(r) * cols, cols);
+  // Matrices whose input size is a multiple of 32 become q8_0 (34 bytes per 32 weights); W2 [64, 172]
+  // stays f32 (172 % 32 != 0), as do the norms: 5·(2·64·64 + 2·32·64 + 2·172·64)·34/32 + 512·64·34/32
+  // + 5·64·172·4 + (5·128 + 64)·4 bytes.
+  CHECK(q->model->info().weight_bytes == 5 * (2 * 64 * 64 + 2 * 32 * 64 + 2 * 172 * 64) * 34 / 32 + 512 * 64 * 34 / 32 +
+                                             5 * 64 * 172 * 4 + (5 * 128 + 64) * 4);
+  // The q8_0 kernels quantize weights and activations (as llama.cpp does); the kernel tests check them
+  // against their scalar model exactly, and test_runtime_parity_gguf checks a q8_0 GGUF against a
+  // PyTorch reference within a bound derived from both quantizations. Here: the whole quantized
+  // model stays close to llama2.c's f32 outputs (relative RMS of the logits' error: each q8_0 matvec
+  // adds ≈ 0.8% RMS error, ~15 of them in sequence) and makes the same greedy choices.
+  for (int c = 0; c < 3; ++c) {
+    GoldenCase g = read_case(testutil::shared_path("golden/stories260K/case" + std::to_string(c)));
+    auto s = q->model->new_session();
+    const float* lq = q->model->decode(*s, g.tokens.data(), g.steps, true);
+    double err = 0, ref = 0;
+    int agree = 0;
+    for (int t = 0; t < g.steps; ++t) {
+      for (int v = 0; v < 512; ++v) {
+        const double d = lq[t * 512 + v] - g.logits[size_t(t) * 512 + v];
+        err += d * d;
+        ref += double(g.logits[size_t(t) * 512 + v]) * g.logits[size_t(t) * 512 + v];
       }
-      v.data = reinterpret_cast<const uint8_t*>(fake.back().data());
+      agree += argmax(lq + size_t(t) * 512, 512) == argmax(g.logits.data() + size_t(t) * 512, 512);
     }
-    rounded.add(v);
+    const double rel = std::sqrt(err / ref);
+    WARN("case " << c << ": q8_0 vs llama2.c f32: relative RMS logit error " << rel << ", argmax agrees at " << agree
+                 << "/" << g.steps << " positions");
+    CHECK(rel < 0.05);
+    CHECK(agree >= g.steps * 9 / 10);
   }
-  auto dequantized = build_from_gguf(f->file.config, rounded, BuildOptions{});
-  GoldenCase g = read_case(testutil::shared_path("golden/stories260K/case0"));
-  auto sq = q->model->new_session();
-  auto sd = dequantized->new_session();
-  const float* lq = q->model->decode(*sq, g.tokens.data(), g.steps, true);
-  const float* ld = dequantized->decode(*sd, g.tokens.data(), g.steps, true);
-  CHECK(max_abs_diff(lq, ld, size_t(g.steps) * 512) <= 1e-4);
-  // And how far quantization moves the model from llama2.c's f32 result (reported, and the greedy
-  // choices mostly survive it).
-  const double drift = max_abs_diff(lq, g.logits.data(), size_t(g.steps) * 512);
-  int agree = 0;
-  for (int t = 0; t < g.steps; ++t) agree += argmax(lq + size_t(t) * 512, 512) == argmax(g.logits.data() + size_t(t) * 512, 512);
-  WARN("q8_0 vs llama2.c f32: max logit drift " << drift << ", argmax agrees at " << agree << "/" << g.steps << " positions");
-  CHECK(agree >= g.steps * 9 / 10);
 }
 
 TEST_CASE("stories260K: bad input", "[models][errors]") {
