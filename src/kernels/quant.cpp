@@ -149,6 +149,10 @@ void dot_rows(const uint8_t* w, size_t stride, const int16_t* xq, const float* d
   for (int r = 0; r < R; ++r) acc[r] = _mm_setzero_ps();
   const __m128i* xp = reinterpret_cast<const __m128i*>(xq);
   const uint8_t* p = w;
+  // Unrolling (clang's default here) makes V8 spill: keep one block per iteration.
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
   for (int b = 0; b < nb; ++b, xp += 4, p += kQ8BlockBytes) {
     const __m128i x[4] = {_mm_load_si128(xp), _mm_load_si128(xp + 1), _mm_load_si128(xp + 2), _mm_load_si128(xp + 3)};
     const float db = dx[b];

@@ -1,5 +1,5 @@
 // Private to src/kernels: per-thread, 64-byte aligned scratch buffers that grow on demand and are
-// reused across calls (packed matmul panels, quantized activations). No exceptions: returns nullptr
+// reused across calls (packed matmul panels of W and x, quantized activations). No exceptions: returns nullptr
 // when the allocation fails, and the caller falls back to its scalar reference.
 #pragma once
 #include <cstddef>
@@ -7,7 +7,7 @@
 
 namespace attnlens::kernels::scratch {
 
-enum Slot { kPanel = 0, kActivations = 1, kSlots = 2 };
+enum Slot { kPanel = 0, kPackedX = 1, kActivations = 2, kSlots = 3 };
 
 inline void* get(Slot slot, size_t bytes) noexcept {
   struct Buf {

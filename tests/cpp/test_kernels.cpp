@@ -124,6 +124,17 @@ std::vector<uint8_t> quantize_rows(const std::vector<float>& wf, int m, int kk) 
 
 }  // namespace
 
+TEST_CASE("matmul over several packed chunks of x equals the scalar reference", "[kernels]") {
+  // k = 4099: 16 KiB per packed row of x, so matmul packs x in chunks of 32 rows; n = 67 leaves a
+  // partial chunk with an odd row, m = 9 a partial panel, k % 4 = 3 a zero-padded tail.
+  const int n = 67, kk = 4099, m = 9;
+  auto x = randn(size_t(n) * kk, 600), w = randn(size_t(m) * kk, 601), bias = randn(m, 602);
+  std::vector<float> y(size_t(n) * m), yr(size_t(n) * m);
+  k::matmul(x.data(), w.data(), bias.data(), y.data(), n, kk, m);
+  k::ref::matmul(x.data(), w.data(), bias.data(), yr.data(), n, kk, m);
+  REQUIRE(max_abs_diff(y, yr) <= dot_tol(kk));
+}
+
 TEST_CASE("q8_0 quantize, dequantize, matvec and matmul", "[kernels]") {
   double err2 = 0, predicted2 = 0;
   for (int kk : {32, 64, 96, 288, 768}) {
