@@ -8,6 +8,19 @@
 #                         references and core WITHOUT -msimd128: "wasm scalar" is code that cannot use
 #                         SIMD, so the SIMD/scalar ratio is not flattered or hidden by auto-vectorisation.
 # The source sits in bench/kernels/ so that the bench/*.cpp glob does not make a second target of it.
+# bench/kernels.mjs injects this file with -DCMAKE_PROJECT_INCLUDE while the top-level file does not
+# include it: then it runs at project() time, before the layers exist, and defers itself to the end
+# of the top-level file. Included twice (injected and included), the second time does nothing.
+if(NOT TARGET attnlens_kernels AND NOT _kbench_deferred)
+  set(_kbench_deferred ON)
+  set(_kbench_self ${CMAKE_CURRENT_LIST_FILE})  # deferred arguments are expanded when the call runs
+  cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL include ${_kbench_self})
+  return()
+endif()
+if(TARGET bench_kernels)
+  return()
+endif()
+
 if(ATTNLENS_BENCH AND TARGET attnlens_kernels)
   set(_kbench_src ${CMAKE_SOURCE_DIR}/bench/kernels/bench_kernels.cpp)
   if(EMSCRIPTEN)

@@ -10,12 +10,14 @@
 //                         cannot be vectorised.
 //
 // Method (the model-level anchors' method, scaled down): per case, untimed warm-up calls for at least
-// --warm-ms (V8 runs wasm in its baseline tier first and optimises hot functions later), then --reps
+// --warm-ms and 3 calls (V8 runs wasm in its baseline tier first and swaps in the optimised code of
+// a hot function only for its next call: there is no on-stack replacement for wasm), then --reps
 // timed repetitions of enough calls to last --rep-ms each; the median per-call time is reported, with
 // the fastest and slowest repetition. The weights are the same on every call, so a matrix that fits
 // in the caches is timed in cache; the "decode" cases walk a whole stories15M-shaped layer stack
-// (distinct weights, 15.2M of them) the way one decode step does, and the *_32000 / 4096×8192 cases
-// are larger than the 32 MiB L3.
+// (distinct weights, 15.2M of them) the way one decode step does, the 768×32000 (f32) and 4096×8192
+// cases are larger than the 32 MiB L3, and "read" measures the memory read bandwidth of the moment
+// (the machine is shared: compare GB/s with it).
 //
 // Usage: bench_kernels [--filter SUBSTR] [--ref] [--no-simd] [--quick] [--reps N] [--warm-ms MS] [--rep-ms MS]
 #include <algorithm>
@@ -70,7 +72,8 @@ Timing time_it(const Options& o, const std::function<void()>& fn) {
   do {
     fn();
     ++calls;
-  } while (now_ms() - t0 < o.warm_ms || calls < 2);
+  } while (now_ms() - t0 < o.warm_ms || calls < 3);  // wasm: a function called once or twice may
+                                                      // still run its baseline (Liftoff) code
   // Calls per repetition so one repetition lasts about rep_ms.
   double t1 = now_ms();
   fn();
@@ -263,6 +266,29 @@ void bench_decode(const Options& o, bool q8) {
   }
 }
 
+// The machine's read bandwidth right now, for context: dot(a, a) over 128 MiB reads each byte
+// once (the second load hits L1). Both builds use it; wasm scalar uses the scalar reference.
+void bench_read(const Options& o) {
+  if (!selected(o, "read stream")) return;
+  const int n = 32 << 20;
+  std::vector<float> a(size_t(n), 1.f);
+  float sink = 0;
+  Timing t = time_it(o, [&] {
+#ifdef ATTNLENS_BENCH_SCALAR
+    sink += k::ref::dot(a.data(), a.data(), n);
+#else
+    sink += k::dot(a.data(), a.data(), n);
+#endif
+  });
+  print_line(
+#ifdef ATTNLENS_BENCH_SCALAR
+      "ref",
+#else
+      "simd",
+#endif
+      "read", "f32", 1, n, 1, 2.0 * n, 4.0 * n, t, sink);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -294,6 +320,7 @@ int main(int argc, char** argv) {
     o.warm_ms = std::min(o.warm_ms, 100.0);
     o.rep_ms = std::min(o.rep_ms, 30.0);
   }
+  if (!quick) bench_read(o);
   for (const Shape& s : kMatvecShapes) bench_f32(o, s, quick);
   for (const Shape& s : kMatmulShapes) bench_f32(o, s, quick);
   for (const Shape& s : kMatvecShapes) bench_q8(o, s, quick);
