@@ -9,7 +9,7 @@ import { applySampling, readSampling, rollSeed, setupToolbar, syncToolbar } from
 import { IN_WORKER, openModel } from './engine.mjs';
 import { exportJson, exportPng } from './export.mjs';
 import { $, clearCssVars, formatBytes, h } from './format.mjs';
-import { invalidate } from './frame.mjs';
+import { invalidate, invalidateSoon } from './frame.mjs';
 import { loadErrorText, runErrorText, showMessage } from './messages.mjs';
 import { enableOffline } from './offline.mjs';
 import { generate } from './run.mjs';
@@ -31,10 +31,18 @@ const views = {
 };
 const page = { manifest: null, loading: null, generating: null, defaultName: null };
 
-// Every change redraws what shows it, once per frame.
+// Every change redraws what shows it, once per frame (new rows while streaming: a few times a second).
+let toolbarKey = '';
 state.on(null, (changed) => {
-  if (['model', 'run', 'kind', 'view'].some((k) => changed.has(k)) || changed.has('rows')) syncToolbar(state);
-  for (const v of Object.values(views)) invalidate(v);
+  // the toolbar follows the model, the run's kinds and layers, the view — not every streamed row
+  const store = state.run?.store;
+  const key = `${store?.kindNames.join()}|${store?.layers(state.kind).length}|${!!store?.queryCount(state.kind)}`;
+  if (['model', 'run', 'kind', 'view', 'layer', 'head'].some((k) => changed.has(k)) || key !== toolbarKey) {
+    toolbarKey = key;
+    syncToolbar(state);
+  }
+  const redraw = changed.size === 1 && changed.has('rows') ? invalidateSoon : invalidate;
+  for (const v of Object.values(views)) redraw(v);
 });
 window.addEventListener('resize', () => Object.values(views).forEach(invalidate));
 matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
@@ -281,6 +289,7 @@ async function onGenerate() {
   if (settings.error) return showMessage(runMessage, settings.error);
   const ac = new AbortController();
   page.generating = ac;
+  $('#stats').dataset.status = 'starting';
   $('#generate').disabled = true;
   $('#stop').disabled = false;
   document.body.dataset.generating = 'true';

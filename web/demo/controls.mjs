@@ -49,7 +49,7 @@ function fill(select, options, value) {
     select.replaceChildren(...options.map(([v, t]) => h('option', { value: String(v), text: t })));
     select.dataset.options = key;
   }
-  select.value = String(value);
+  if (select.value !== String(value)) select.value = String(value);
 }
 
 export function setupToolbar(state) {
@@ -103,6 +103,5 @@ export function syncToolbar(state) {
     tab.tabIndex = on ? 0 : -1;
     $(`#${tab.getAttribute('aria-controls')}`).hidden = !on;
   }
-  document.body.dataset.kind = state.kind;
   return AXES[state.kind];
 }

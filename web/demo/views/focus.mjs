@@ -29,3 +29,22 @@ export function focusWeights(state, q, keyCount) {
   }
   return { q, weights, masked, missing: !row };
 }
+
+/**
+ * The size to lay a matrix of the current kind out at: while a run streams, the size it will have
+ * when it ends (prompt + the new tokens asked for, within the context), so the views fill in row by
+ * row instead of rescaling at every token; afterwards, its actual size.
+ */
+export function extent(state) {
+  const run = state.run;
+  const store = run.store;
+  let queries = store.queryCount(state.kind);
+  let keys = store.keyCount(state.kind);
+  if (run.status === 'running' && run.settings) {
+    const final = Math.min(run.promptLength + run.settings.maxNewTokens, state.model?.info.contextLength ?? Infinity);
+    const a = AXES[state.kind];
+    if (a.queries === 'target') queries = Math.max(queries, final);
+    if (a.keys === 'target') keys = Math.max(keys, final);
+  }
+  return { queries, keys };
+}

@@ -26,9 +26,10 @@ export class HeatImages {
   /**
    * The image of (kind, layer, head) — head < 0 for the average — at one pixel per cell, with
    * every row stored so far drawn. Returns { canvas, queries, keys } (the image may be larger than
-   * queries × keys; draw that sub-rectangle).
+   * queries × keys; draw that sub-rectangle). `extent` ({queries, keys}) makes room for the size the
+   * matrix will reach, so a view can draw that rectangle while it fills in.
    */
-  get(store, kind, layer, head, scale, causal) {
+  get(store, kind, layer, head, scale, causal, extent = null) {
     if (store !== this.#store || scale.key !== this.#scaleKey) {
       this.#entries.clear();
       this.#store = store;
@@ -36,10 +37,12 @@ export class HeatImages {
     }
     const queries = store.queryCount(kind);
     const keys = store.keyCount(kind);
+    const needK = Math.max(keys, extent?.keys ?? 0);
+    const needQ = Math.max(queries, extent?.queries ?? 0);
     const id = `${kind}/${layer}/${head}`;
     let e = this.#entries.get(id);
-    if (!e || e.canvas.width < keys || e.canvas.height < queries) {
-      const canvas = makeCanvas(grow(keys), grow(queries));
+    if (!e || e.canvas.width < needK || e.canvas.height < needQ) {
+      const canvas = makeCanvas(grow(needK), grow(needQ));
       const g = canvas.getContext('2d');
       if (e) g.drawImage(e.canvas, 0, 0);
       e = { canvas, g, drawn: e?.drawn ?? [] };

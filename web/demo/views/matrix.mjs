@@ -7,6 +7,7 @@ import { drawLegend } from '../colour.mjs';
 import { invalidate } from '../frame.mjs';
 import { cssVar, formatWeight, h, visiblePiece } from '../format.mjs';
 import { HEAD_AVERAGE } from '../state.mjs';
+import { extent } from './focus.mjs';
 
 const MAX_CELL = 30;
 const MIN_CELL = 2;
@@ -27,6 +28,7 @@ export class MatrixView {
     this.hover = null;   // {q, k} under the pointer
     this.cursor = null;  // {q, k} keyboard cursor
     this.layout = null;
+    this.labels = new Map();
 
     this.canvas.addEventListener('pointermove', (e) => this.#pointer(e));
     this.canvas.addEventListener('pointerleave', () => {
@@ -137,12 +139,13 @@ export class MatrixView {
       return;
     }
     const ax = s.axes(AXES);
-    const img = this.images.get(run.store, s.kind, s.layer, s.head, s.scale, ax.causal);
-    const Q = img.queries;
-    const K = img.keys;
+    const size = extent(s);
+    const img = this.images.get(run.store, s.kind, s.layer, s.head, s.scale, ax.causal, size);
+    const Q = size.queries;
+    const K = size.keys;
     const avail = Math.max(200, this.frame.clientWidth - 2);
     g.font = LABEL_FONT;
-    const labelW = (list) => Math.min(110, 8 + Math.max(16, ...list.slice(0, 400).map((p) => g.measureText(visiblePiece(p)).width)));
+    const labelW = (list) => Math.min(110, 8 + Math.max(16, ...list.slice(0, 400).map((p) => this.#label(g, p).width)));
     const left = labelW(ax.queries.pieces);
     const top = labelW(ax.keys.pieces);
     const cell = clamp(Math.floor((avail - left - 4) / K), MIN_CELL, MAX_CELL);
@@ -153,13 +156,31 @@ export class MatrixView {
     this.canvas.dataset.kind = s.kind;
     this.canvas.dataset.layer = String(s.layer);
     this.canvas.dataset.head = String(s.head);
-    this.canvas.dataset.queries = String(Q);
-    this.canvas.dataset.keys = String(K);
+    this.canvas.dataset.queries = String(img.queries);
+    this.canvas.dataset.keys = String(img.keys);
+    Object.assign(this.canvas.dataset, { left: String(left), top: String(top), cell: String(cell) });  // geometry, for tools and tests
     this.canvas.setAttribute('aria-label', `Attention matrix, ${describeHead(s)}: ${Q} query rows × ${K} key columns. Arrow keys move a cell cursor and read its weight.`);
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     this.#draw(g, img, ax, { left, top, cell, Q, K, width, height });
-    this.caption.textContent = `${describeHead(s)} · rows: queries (${Q}), columns: keys (${K})`;
+    this.caption.textContent = `${describeHead(s)} · rows: queries (${img.queries}), columns: keys (${img.keys})`;
     if (this.hover && this.pointer) this.#showTip(this.hover, ...this.pointer);
+  }
+
+  // Label text and width per piece, measured once (pieces never change).
+  #label(g, piece, maxWidth = Infinity) {
+    let e = this.labels.get(piece);
+    if (!e) {
+      const text = visiblePiece(piece);
+      e = { text, width: g.measureText(text).width, clipped: new Map() };
+      this.labels.set(piece, e);
+    }
+    if (maxWidth === Infinity || e.width <= maxWidth) return e;
+    let c = e.clipped.get(maxWidth);
+    if (c === undefined) {
+      c = clip(g, e.text, maxWidth);
+      e.clipped.set(maxWidth, c);
+    }
+    return { text: c, width: maxWidth };
   }
 
   #draw(g, img, ax, { left, top, cell, Q, K, width, height }) {
@@ -195,7 +216,7 @@ export class MatrixView {
     for (let q = 0; q < Q; q++) {
       if (q % every && q !== sel) continue;
       g.fillStyle = q === sel ? accent : ax.queryAxis === 'target' && s.run.target.origin[q] === 'generated' ? ink : muted;
-      g.fillText(clip(g, visiblePiece(ax.queries.pieces[q] ?? ''), left - 8), left - 4, top + q * cell + cell / 2);
+      if (q < ax.queries.pieces.length) g.fillText(this.#label(g, ax.queries.pieces[q], left - 8).text, left - 4, top + q * cell + cell / 2);
     }
     g.save();
     g.translate(left, top - 4);
@@ -204,7 +225,7 @@ export class MatrixView {
     for (let k = 0; k < K; k++) {
       if (k % every) continue;
       g.fillStyle = ax.keyAxis === 'target' && s.run.target.origin[k] === 'generated' ? ink : muted;
-      g.fillText(clip(g, visiblePiece(ax.keys.pieces[k] ?? ''), top - 8), 0, k * cell + cell / 2);
+      if (k < ax.keys.pieces.length) g.fillText(this.#label(g, ax.keys.pieces[k], top - 8).text, 0, k * cell + cell / 2);
     }
     g.restore();
     // the selected query's row, the hovered / cursor cell

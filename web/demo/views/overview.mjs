@@ -5,6 +5,7 @@ import { AXES } from '../attention-store.mjs';
 import { invalidate } from '../frame.mjs';
 import { cssVar, h } from '../format.mjs';
 import { HEAD_AVERAGE } from '../state.mjs';
+import { extent } from './focus.mjs';
 import { sizeCanvas } from './matrix.mjs';
 
 const FONT = '11px system-ui, -apple-system, "Segoe UI", sans-serif';
@@ -124,17 +125,18 @@ export class OverviewView {
     columns.forEach((c, i) => g.fillText(c === HEAD_AVERAGE ? 'avg' : `H${c}`, left + i * pitch + size / 2, top / 2));
     g.textAlign = 'right';
     const causal = AXES[s.kind].causal;
+    const ext = extent(s);
     layers.forEach((l, r) => {
       const y = top + r * pitch;
       g.fillStyle = muted;
       g.fillText(`Layer ${l}`, left - 10, y + size / 2);
       columns.forEach((c, i) => {
         const x = left + i * pitch;
-        const img = this.images.get(run.store, s.kind, l, c, s.scale, causal);
+        const img = this.images.get(run.store, s.kind, l, c, s.scale, causal, ext);
         g.fillStyle = masked;
         g.fillRect(x, y, size, size);
-        g.imageSmoothingEnabled = img.queries > size;  // smooth when shrinking, crisp cells when enlarging
-        g.drawImage(img.canvas, 0, 0, img.keys, img.queries, x, y, size, size);
+        g.imageSmoothingEnabled = ext.queries > size;  // smooth when shrinking, crisp cells when enlarging
+        g.drawImage(img.canvas, 0, 0, ext.keys, ext.queries, x, y, size, size);
       });
     });
     const outline = (t, colour, w) => {
@@ -151,6 +153,7 @@ export class OverviewView {
     outline(this.cursor, ink, 1.5);
     this.canvas.dataset.layers = String(layers.length);
     this.canvas.dataset.heads = String(columns.length - 1);
+    Object.assign(this.canvas.dataset, { left: String(left), top: String(top), pitch: String(pitch), size: String(size) });
     this.canvas.setAttribute('aria-label', `Overview: ${layers.length} layers × ${columns.length - 1} heads and their averages. Arrow keys choose one, Enter opens it in the matrix view.`);
     this.caption.textContent = `${layers.length} layers × ${columns.length - 1} heads · ${run.store.queryCount(s.kind)} tokens · click one to open it`;
   }
