@@ -10,7 +10,7 @@
 //
 // Downloads report progress (bytes loaded / total), honour an AbortSignal, and with `cache` keep
 // their responses in Cache Storage so a second load works offline.
-import { isNode } from './wasm.mjs';
+import { isNode, nodeImport } from './wasm.mjs';
 
 const CACHE_NAME = 'attnlens-models-v1';
 const MODEL_FILE = /\.(bin|gguf|safetensors|json)$/i;
@@ -184,8 +184,8 @@ async function folderUrls(folder, { signal, cache }) {
 
 // ---- Node paths --------------------------------------------------------------------------------
 async function nodePathEntries(path) {
-  const fs = await import('node:fs/promises');
-  const pathMod = await import('node:path');
+  const fs = await nodeImport('node:fs/promises');
+  const pathMod = await nodeImport('node:path');
   const stat = await fs.stat(path).catch((e) => {
     throw new Error(`${path}: ${e.code === 'ENOENT' ? 'no such file or folder' : e.message}`, { cause: e });
   });
@@ -280,7 +280,7 @@ export async function resolveSource(source, options = {}) {
     if (typeof item === 'string' || item instanceof URL) {
       const s = String(item);
       if (isNode && !/^(https?|data|blob):/i.test(s)) {
-        const path = s.startsWith('file:') ? (await import('node:url')).fileURLToPath(s) : s;
+        const path = s.startsWith('file:') ? (await nodeImport('node:url')).fileURLToPath(s) : s;
         groups.push(await nodePathEntries(path));
       } else if (!isUrlLike(s) && !isNode && typeof location === 'undefined') {
         throw new TypeError(`loadModel: "${s}" is not a URL`);

@@ -4,14 +4,44 @@
 // under a bundler that understands `new URL(…, import.meta.url)` (Vite, webpack 5, Rollup), and in Node.
 
 const isNode = typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
+// Both files are referenced as `new URL('…', import.meta.url)` with a literal path: bundlers copy
+// them as assets and rewrite the URLs. The glue is then imported by URL at run time, not bundled:
+// it stays one file next to its wasm, and a worker bundle needs no code splitting (Vite builds
+// workers as classic scripts by default) and no top-level await (which the glue has on Node).
+const glueUrl = new URL('../../dist/wasm/attnlens.mjs', import.meta.url);
 const wasmUrl = new URL('../../dist/wasm/attnlens.wasm', import.meta.url);
+
+/**
+ * import() of a Node built-in by a computed name, so that bundlers neither resolve it nor split a
+ * chunk for it: it only ever runs in Node.
+ */
+export const nodeImport = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */ name);
 
 let modulePromise = null;
 
-async function wasmBytesInNode() {
-  const { readFile } = await import('node:fs/promises');
-  const { fileURLToPath } = await import('node:url');
-  return readFile(fileURLToPath(wasmUrl));
+// Compiles and instantiates attnlens.wasm for the glue (its `instantiateWasm` hook): read from disk
+// in Node, else fetched from wasmUrl (compiled while it downloads when served as application/wasm).
+// Doing it here rather than through the glue's locateFile means the URL is used exactly as the
+// bundler rewrote it (hashed asset names included), and a failure says which URL and why.
+async function instantiate(imports) {
+  if (isNode && wasmUrl.protocol === 'file:') {
+    const { readFile } = await nodeImport('node:fs/promises');
+    const { fileURLToPath } = await nodeImport('node:url');
+    return WebAssembly.instantiate(await readFile(fileURLToPath(wasmUrl)), imports);
+  }
+  let response;
+  try {
+    response = await fetch(wasmUrl.href, { credentials: 'same-origin' });
+  } catch (e) {
+    throw new Error(`AttnLens could not download its WebAssembly module from ${wasmUrl.href}: ${e.message}`, { cause: e });
+  }
+  if (!response.ok) {
+    const { FetchError } = await import('./sources.mjs');
+    throw new FetchError(wasmUrl.href, response.status, response.statusText);
+  }
+  if (typeof WebAssembly.instantiateStreaming === 'function' && /^application\/wasm\b/.test(response.headers.get('content-type') ?? ''))
+    return WebAssembly.instantiateStreaming(response, imports);
+  return WebAssembly.instantiate(await response.arrayBuffer(), imports);  // served with another type
 }
 
 // The bindings never throw C++ exceptions into JavaScript (that would leak the exception and the
@@ -56,14 +86,16 @@ function throwOnEngineErrors(m) {
 export function getModule() {
   if (!modulePromise) {
     modulePromise = (async () => {
-      const { default: create } = await import('../../dist/wasm/attnlens.mjs');
-      const options = {};
-      if (isNode && wasmUrl.protocol === 'file:') {
-        options.wasmBinary = await wasmBytesInNode();
-      } else {
-        options.locateFile = (path) => new URL(path, wasmUrl).href;
-      }
-      return throwOnEngineErrors(await create(options));
+      const { default: create } = await import(/* @vite-ignore */ /* webpackIgnore: true */ glueUrl.href);
+      let fail;
+      const failed = new Promise((_, reject) => { fail = reject; });
+      const module = create({
+        instantiateWasm(imports, receive) {
+          instantiate(imports).then(({ instance, module: compiled }) => receive(instance, compiled), fail);
+          return {};
+        },
+      });
+      return throwOnEngineErrors(await Promise.race([module, failed]));
     })();
     modulePromise.catch(() => { modulePromise = null; });
   }

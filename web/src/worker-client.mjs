@@ -11,7 +11,7 @@
 import { Attentions } from './attentions.mjs';
 import { FetchError, checkSource } from './sources.mjs';
 import * as check from './validate.mjs';
-import { isNode } from './wasm.mjs';
+import { isNode, nodeImport } from './wasm.mjs';
 
 const WORKER_FILE = './worker.mjs';  // Node path: a variable, so bundlers do not copy it as an asset
 const STREAM_WINDOW = 1;             // steps the worker may run ahead of a stream's consumer (abort: ≤ 1 extra token)
@@ -21,7 +21,7 @@ let nextId = 1;  // request ids, unique in this realm (several models may share 
 
 async function createWorker() {
   if (isNode) {
-    const { Worker: NodeWorker } = await import('node:worker_threads');
+    const { Worker: NodeWorker } = await nodeImport('node:worker_threads');
     // The worker inherits node's flags; --input-type (node --input-type=module -e …) breaks a file worker.
     const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
     return new NodeWorker(new URL(WORKER_FILE, import.meta.url), { execArgv });

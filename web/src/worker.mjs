@@ -12,7 +12,7 @@
 //   → { id, op: 'dispose', model } / { id, op: 'engineInfo' }
 //   replies: { id, type: 'result', value } or { id, type: 'error', error: { name, message, status, … } }
 import { loadModelHere } from './model.mjs';
-import { getModule } from './wasm.mjs';
+import { getModule, nodeImport } from './wasm.mjs';
 
 const isNode = typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined' &&
   typeof WorkerGlobalScope === 'undefined';
@@ -163,7 +163,7 @@ async function onMessage(message) {
 // No top-level await: bundlers may build the worker as a classic script (Vite's default).
 if (isNode) {
   // Messages that arrive before the listener is attached wait in the port.
-  import('node:worker_threads').then(({ parentPort }) => {
+  nodeImport('node:worker_threads').then(({ parentPort }) => {
     if (!parentPort) throw new Error('attnlens: worker.mjs is meant to run in a worker (node:worker_threads or a Web Worker)');
     post = (message, transfer) => parentPort.postMessage(message, transfer);
     parentPort.on('message', onMessage);

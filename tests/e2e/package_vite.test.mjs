@@ -1,0 +1,98 @@
+// The package through a bundler: a tiny app that imports 'attnlens' (installed from `npm pack`'s
+// tarball) is built by `vite build` with no configuration at all, served under a strict CSP, and
+// run in headless Chromium: it loads a model in its thread and in worker mode (Vite bundles
+// worker.mjs from `new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' })` and
+// copies the wasm and its glue as assets) and generates. Skips when vite is not installed
+// (npm install --no-save vite@7, or as a devDependency).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
+import { kjv, noKjv, noStories, root, stories } from '../js/fixtures/models.mjs';
+import { serve } from '../js/fixtures/server.mjs';
+
+const vite = join(root, 'node_modules', 'vite', 'bin', 'vite.js');
+const missing = (!existsSync(vite) && 'vite is not installed (npm install --no-save vite@7, or add vite@7 to devDependencies)')
+  || (!existsSync(join(root, 'dist/wasm/attnlens.wasm')) && 'dist/wasm is not built')
+  || (await chromiumMissing())
+  || (noStories && noKjv && 'no model: neither ../shared stories260K nor models/kjv-gpt2');
+if (missing) console.log(`SKIPPED: ${missing}`);
+
+const MODEL = noStories ? { src: '/models/kjv-gpt2/', prompt: 'And God said' }
+  : { src: ['/models/stories260K/stories260K.bin', '/models/stories260K/tok512.bin'], prompt: 'Once upon a time' };
+const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; object-src 'none'; base-uri 'none'; report-uri /__csp-report";
+
+let dir;
+let server;
+let browser;
+const reports = [];
+const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
+
+before(async () => {
+  if (missing) return;
+  dir = mkdtempSync(join(tmpdir(), 'attnlens-vite-'));
+  const out = JSON.parse(run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], root));
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'vite-app', private: true, type: 'module' }));
+  run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', join(dir, out[0].filename)], dir);
+  writeFileSync(join(dir, 'index.html'), `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="/favicon.ico">
+<script type="module" src="./main.js"></script></head><body></body></html>`);
+  writeFileSync(join(dir, 'main.js'), `
+import { loadModel } from 'attnlens';
+const MODEL = ${JSON.stringify(MODEL)};
+const out = {};
+try {
+  const here = await loadModel(MODEL.src);
+  out.thread = (await here.generate(MODEL.prompt, { maxNewTokens: 10, temperature: 0 })).text;
+  const f = await here.forward((await here.tokenize(MODEL.prompt)).ids, { attentions: true });
+  out.rowSum = f.attentions.row(0, 0, 1).reduce((a, b) => a + b, 0);
+  await here.dispose();
+  const w = await loadModel(MODEL.src, { worker: true });
+  const steps = [];
+  for await (const s of w.stream(MODEL.prompt, { maxNewTokens: 10, temperature: 0, attentions: { layers: [0] } })) steps.push(s);
+  out.worker = steps.map((s) => s.text).join('');
+  out.workerAttention = steps.every((s) => s.attentions.layer(0).keys >= 1);
+  await w.dispose();
+} catch (e) {
+  out.error = String(e && e.stack || e);
+}
+window.__result = out;
+`);
+  // No vite.config: the defaults must do.
+  run(process.execPath, [vite, 'build', '--logLevel', 'warn'], dir);
+  server = await serve({
+    '/__csp-report': (req, res) => { let b = ''; req.on('data', (c) => { b += c; }); req.on('end', () => { reports.push(b); res.statusCode = 204; res.end(); }); return true; },
+    '/favicon.ico': (req, res) => { res.statusCode = 204; res.end(); return true; },
+    '/models/stories260K/': stories.dir,
+    '/models/kjv-gpt2/': kjv.dir,
+    '/': join(dir, 'dist'),
+  }, { headers: { 'Content-Security-Policy': CSP } });
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test('vite build (no config) of an app importing "attnlens": runs in Chromium under a strict CSP, in-thread and in a worker', { skip: missing, timeout: 240_000 }, async (t) => {
+  const assets = readdirSync(join(dir, 'dist', 'assets'));
+  t.diagnostic(`dist/assets: ${assets.join(', ')}`);
+  assert.equal(assets.filter((a) => a.endsWith('.wasm')).length, 1, 'one wasm asset');
+  assert.ok(assets.some((a) => /^worker-.*\.js$/.test(a)), 'a bundled worker');
+  const { page, logs } = browser;
+  await page.goto(server.url('/index.html'));
+  await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 90_000 });
+  const r = await page.evaluate(() => window.__result);
+  assert.equal(r.error, undefined, r.error);
+  assert.ok(r.thread.length > 0);
+  assert.equal(r.worker, r.thread);
+  assert.ok(Math.abs(r.rowSum - 1) < 1e-4);
+  assert.ok(r.workerAttention);
+  await page.waitForTimeout(300);
+  assert.deepEqual(reports, [], reports.join('\n'));
+  assert.deepEqual(logs.filter((l) => l.type === 'error' || l.type === 'pageerror'), []);
+});
