@@ -208,6 +208,16 @@ test('a Worker of your own: several models in it; dispose() leaves it running', 
   }
 });
 
+test('a Worker of your own that runs something else: loadModel rejects instead of hanging', { skip: noStories }, async () => {
+  const echo = new Worker(`const { parentPort } = require('node:worker_threads');
+    parentPort.on('message', (m) => parentPort.postMessage({ id: m.id, type: 'result', value: { hello: 'not attnlens' } }));`, { eval: true });
+  try {
+    await assert.rejects(loadModel(stories.paths, { worker: echo }), /does not run attnlens\/worker/);
+  } finally {
+    await echo.terminate();
+  }
+});
+
 test('a worker that dies: pending calls reject instead of hanging', { skip: noStories }, async () => {
   const m = await loadModel(stories.paths, { worker: true });
   const pending = m.generate('Once', { maxNewTokens: 100000, temperature: 1 });

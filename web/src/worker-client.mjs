@@ -16,6 +16,7 @@ import { isNode, nodeImport } from './wasm.mjs';
 const WORKER_FILE = './worker.mjs';  // Node path: a variable, so bundlers do not copy it as an asset
 const STREAM_WINDOW = 1;             // steps the worker may run ahead of a stream's consumer (abort: ≤ 1 extra token)
 const DISPOSE_TIMEOUT_MS = 5000;
+const HELLO_TIMEOUT_MS = 30000;      // a Worker passed in must answer within this (its script loading included)
 
 let nextId = 1;  // request ids, unique in this realm (several models may share a worker)
 
@@ -358,6 +359,20 @@ export async function loadModelInWorker(source, options = {}) {
   const channel = new Channel(worker, owned);
   let abort = null;
   try {
+    if (!owned) {
+      // A Worker passed in might run something else, which would never answer: ask first.
+      const { promise } = channel.request({ op: 'hello' });
+      let timer;
+      const late = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`loadModel: the worker passed as options.worker did not answer within ${HELLO_TIMEOUT_MS / 1000} s; it must run attnlens/worker (web/src/worker.mjs)`)), HELLO_TIMEOUT_MS);
+      });
+      try {
+        const hello = await Promise.race([promise, late]);
+        if (!hello?.attnlens) throw new Error('loadModel: the worker passed as options.worker does not run attnlens/worker');
+      } finally {
+        clearTimeout(timer);
+      }
+    }
     const prepared = prepareSource(source);
     const sent = { progress: typeof onProgress === 'function' };
     for (const key of ['cache', 'quantize', 'contextLength']) if (options[key] !== undefined) sent[key] = options[key];

@@ -9,7 +9,7 @@
 //   → { id, op: 'stream', model, prompt, options, window } ← { id, type: 'step', value } …, then a reply
 //   → { id, op: 'pull' }                            the client took a step: one more may be sent
 //   → { id, op: 'abort' }                           aborts that request (load or stream)
-//   → { id, op: 'dispose', model } / { id, op: 'engineInfo' }
+//   → { id, op: 'dispose', model } / { id, op: 'engineInfo' } / { id, op: 'hello' } (is this our worker?)
 //   replies: { id, type: 'result', value } or { id, type: 'error', error: { name, message, status, … } }
 import { loadModelHere } from './model.mjs';
 import { getModule, nodeImport } from './wasm.mjs';
@@ -131,6 +131,10 @@ const handlers = {
     for (const r of streams) r.wake?.();
     await Promise.all(streams.map((r) => r.finished));
     return undefined;
+  },
+
+  hello() {
+    return { attnlens: true };
   },
 
   async engineInfo() {
