@@ -6,7 +6,7 @@
 // (npm install --no-save vite@7, or as a devDependency).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -25,21 +25,35 @@ const MODEL = noStories ? { src: '/models/kjv-gpt2/', prompt: 'And God said' }
   : { src: ['/models/stories260K/stories260K.bin', '/models/stories260K/tok512.bin'], prompt: 'Once upon a time' };
 const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; object-src 'none'; base-uri 'none'; report-uri /__csp-report";
 
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const noWorkerExport = !pkg.exports?.['./worker'] && 'package.json has no "./worker" export (attnlens/worker) yet';
+
 let dir;
+let dir2;
 let server;
 let browser;
 const reports = [];
 const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
 
+// A Vite app in a new folder: the packed tarball installed, index.html + main.js, `vite build`.
+function buildApp(tarball, main, args = []) {
+  const app = mkdtempSync(join(tmpdir(), 'attnlens-vite-'));
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'vite-app', private: true, type: 'module' }));
+  run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', tarball], app);
+  writeFileSync(join(app, 'index.html'), `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="/favicon.ico">
+<script type="module" src="./main.js"></script></head><body></body></html>`);
+  writeFileSync(join(app, 'main.js'), main);
+  // No vite.config: the defaults must do.
+  run(process.execPath, [vite, 'build', '--logLevel', 'warn', ...args], app);
+  return app;
+}
+
 before(async () => {
   if (missing) return;
-  dir = mkdtempSync(join(tmpdir(), 'attnlens-vite-'));
-  const out = JSON.parse(run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], root));
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'vite-app', private: true, type: 'module' }));
-  run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', join(dir, out[0].filename)], dir);
-  writeFileSync(join(dir, 'index.html'), `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="/favicon.ico">
-<script type="module" src="./main.js"></script></head><body></body></html>`);
-  writeFileSync(join(dir, 'main.js'), `
+  const packDir = mkdtempSync(join(tmpdir(), 'attnlens-pack-'));
+  const out = JSON.parse(run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', packDir], root));
+  const tarball = join(packDir, out[0].filename);
+  dir = buildApp(tarball, `
 import { loadModel } from 'attnlens';
 const MODEL = ${JSON.stringify(MODEL)};
 const out = {};
@@ -60,13 +74,34 @@ try {
 }
 window.__result = out;
 `);
-  // No vite.config: the defaults must do.
-  run(process.execPath, [vite, 'build', '--logLevel', 'warn'], dir);
+  // The other way: a Worker the app creates itself from attnlens/worker (Vite's ?worker import).
+  if (!noWorkerExport) {
+    dir2 = buildApp(tarball, `
+import { loadModel } from 'attnlens';
+import AttnLensWorker from 'attnlens/worker?worker';
+const MODEL = ${JSON.stringify(MODEL)};
+const out = {};
+try {
+  const worker = new AttnLensWorker();
+  const a = await loadModel(MODEL.src, { worker });
+  const b = await loadModel(MODEL.src, { worker });
+  out.texts = [(await a.generate(MODEL.prompt, { maxNewTokens: 10, temperature: 0 })).text, (await b.generate(MODEL.prompt, { maxNewTokens: 10, temperature: 0 })).text];
+  await a.dispose();
+  await b.dispose();
+  worker.terminate();
+} catch (e) {
+  out.error = String(e && e.stack || e);
+}
+window.__result = out;
+`, ['--base', '/own-worker/']);
+  }
+  rmSync(packDir, { recursive: true, force: true });
   server = await serve({
     '/__csp-report': (req, res) => { let b = ''; req.on('data', (c) => { b += c; }); req.on('end', () => { reports.push(b); res.statusCode = 204; res.end(); }); return true; },
     '/favicon.ico': (req, res) => { res.statusCode = 204; res.end(); return true; },
     '/models/stories260K/': stories.dir,
     '/models/kjv-gpt2/': kjv.dir,
+    ...(dir2 ? { '/own-worker/': join(dir2, 'dist') } : {}),
     '/': join(dir, 'dist'),
   }, { headers: { 'Content-Security-Policy': CSP } });
   browser = await launch();
@@ -75,7 +110,7 @@ window.__result = out;
 after(async () => {
   await browser?.close();
   await server?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  for (const d of [dir, dir2]) if (d) rmSync(d, { recursive: true, force: true });
 });
 
 test('vite build (no config) of an app importing "attnlens": runs in Chromium under a strict CSP, in-thread and in a worker', { skip: missing, timeout: 240_000 }, async (t) => {
@@ -95,4 +130,15 @@ test('vite build (no config) of an app importing "attnlens": runs in Chromium un
   await page.waitForTimeout(300);
   assert.deepEqual(reports, [], reports.join('\n'));
   assert.deepEqual(logs.filter((l) => l.type === 'error' || l.type === 'pageerror'), []);
+});
+
+test('vite: a Worker the app makes itself (import W from "attnlens/worker?worker"), two models in it', { skip: missing || noWorkerExport, timeout: 240_000 }, async () => {
+  const page = await browser.ctx.newPage();
+  await page.goto(server.url('/own-worker/index.html'));
+  await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 90_000 });
+  const r = await page.evaluate(() => window.__result);
+  assert.equal(r.error, undefined, r.error);
+  assert.equal(r.texts[0], r.texts[1]);
+  assert.ok(r.texts[0].length > 0);
+  await page.close();
 });
