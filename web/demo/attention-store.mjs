@@ -107,7 +107,7 @@ export class AttentionStore {
 
   /**
    * Adds the rows of one pass: an Attentions object (or its `records` array) as model.stream /
-   * model.forward return it. origin: 'prefill' | 'step' | 'forward'. Rows already stored are left
+   * model.forward return it (the store may keep views of its arrays: do not modify them after). origin: 'prefill' | 'step' | 'forward'. Rows already stored are left
    * as they are. Returns the list of {kind, query} added (one per kind and query).
    */
   ingest(attentions, { origin = 'step' } = {}) {
@@ -122,10 +122,14 @@ export class AttentionStore {
       for (let q = 0; q < r.queries; q++) {
         const pos = r.queryStart + q;
         if (rows[pos]) continue;
-        const data = new Float32Array(r.heads * r.keys);
-        for (let h = 0; h < r.heads; h++) {
-          const from = h * perHead + q * r.keys;
-          data.set(r.data.subarray(from, from + r.keys), h * r.keys);
+        // one query: the record's [head][1][key] already is a row's [head][key] (no copy)
+        let data = r.queries === 1 ? r.data.subarray(0, r.heads * r.keys) : null;
+        if (!data) {
+          data = new Float32Array(r.heads * r.keys);
+          for (let h = 0; h < r.heads; h++) {
+            const from = h * perHead + q * r.keys;
+            data.set(r.data.subarray(from, from + r.keys), h * r.keys);
+          }
         }
         rows[pos] = new Row(r.heads, r.keys, data, origin);
         ks.queryCount = Math.max(ks.queryCount, pos + 1);

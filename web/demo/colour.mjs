@@ -79,7 +79,7 @@ export class ColourScale {
 
   /** Legend ticks: round weights spread along the bar. */
   ticks() {
-    return this.contrast === 'sqrt' ? [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1] : [0, 0.25, 0.5, 0.75, 1];
+    return this.contrast === 'sqrt' ? [0, 0.01, 0.1, 0.25, 0.5, 1] : [0, 0.25, 0.5, 0.75, 1];
   }
 }
 

@@ -128,7 +128,7 @@ export class MatrixView {
     const dpr = globalThis.devicePixelRatio || 1;
     const legendKey = `${s.scale.key}|${cssVar('--ink')}`;
     if (this.legendKey !== legendKey) {
-      drawLegend(this.legend, s.scale, { width: 260, ink: cssVar('--ink') });
+      drawLegend(this.legend, s.scale, { width: 300, ink: cssVar('--ink') });
       this.legendKey = legendKey;
     }
     if (!run || !run.store.queryCount(s.kind)) {
