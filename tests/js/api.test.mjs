@@ -100,6 +100,14 @@ describe('stories260K (llama2.c)', { skip: noStories }, () => {
     assert.deepEqual((await model.tokenize('')).ids.length <= 1, true);
   });
 
+  test('encodePrompt: the ids generation feeds', async () => {
+    const e = await model.encodePrompt('Once upon a time');
+    const g = await model.generate('Once upon a time', { maxNewTokens: 1, temperature: 0 });
+    assert.deepEqual(e.ids, g.tokens.slice(0, g.promptTokens));
+    assert.deepEqual(e.pieces, ['<s>', ' Once', ' upon', ' a', ' time']);
+    await assert.rejects(model.encodePrompt(5), TypeError);
+  });
+
   test('forward: logits of every position and every attention weight [query][key]', async () => {
     const { ids } = await model.tokenize('Once upon a time there');
     const n = ids.length;
@@ -384,6 +392,7 @@ describe('date-normalizer (encoder–decoder)', { skip: noDates }, () => {
   test('generate and stream: the source is encoded once; the first step has the encoder attention', async () => {
     const g = await model.generate('3 March 2021', { maxNewTokens: 12, temperature: 0 });
     assert.ok(Array.isArray(g.source) && g.source.length > 0);
+    assert.deepEqual((await model.encodePrompt('3 March 2021')).ids, g.source);
     assert.equal(g.promptTokens, 1);
     const steps = [];
     for await (const s of model.stream('3 March 2021', { maxNewTokens: 12, temperature: 0, attentions: true })) steps.push(s);

@@ -37,6 +37,7 @@ describe('a model in a worker', { skip: noStories }, () => {
     assert.deepEqual(await model.tokenize(text), await local.tokenize(text));
     assert.deepEqual(await model.tokenize(text, { addSpecialTokens: false }), await local.tokenize(text, { addSpecialTokens: false }));
     assert.equal(await model.detokenize([403, 407]), await local.detokenize([403, 407]));
+    assert.deepEqual(await model.encodePrompt(text), await local.encodePrompt(text));
     assert.deepEqual(await model.pieces(new Int32Array([403, 407])), await local.pieces([403, 407]));
     const opts = { maxNewTokens: 20, temperature: 0.8, topK: 50, topP: 0.95, seed: 42, stop: ['zzz'] };
     const [a, b] = [await model.generate(text, opts), await local.generate(text, opts)];

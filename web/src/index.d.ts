@@ -265,6 +265,8 @@ export class Model {
   /** True once dispose() was called. */
   readonly disposed: boolean;
   tokenize(text: string, options?: TokenizeOptions): Promise<Tokenized>;
+  /** The ids generation feeds for this prompt (special tokens; encoder–decoder: the source with its end token). */
+  encodePrompt(text: string): Promise<Tokenized>;
   detokenize(ids: TokenIds): Promise<string>;
   /** The text piece of each token id. */
   pieces(ids: TokenIds): Promise<string[]>;
@@ -287,6 +289,7 @@ export interface WorkerModel {
   /** The worker running the model. */
   readonly worker: WorkerLike;
   tokenize(text: string, options?: TokenizeOptions): Promise<Tokenized>;
+  encodePrompt(text: string): Promise<Tokenized>;
   detokenize(ids: TokenIds): Promise<string>;
   pieces(ids: TokenIds): Promise<string[]>;
   /** Logits and attention arrays are transferred from the worker (no copy). */

@@ -18,6 +18,15 @@ const yieldToEventLoop = (() => {
   return () => new Promise((r) => setTimeout(r, 0));
 })();
 
+// The recorded attention, copied out of wasm memory. Views into that memory are detached when the
+// heap grows, and building the record list allocates a little: should a view come back detached
+// (length 0), the list is read again (no growth the second time).
+function readAttention(s) {
+  let records = s.attention();
+  if (records.some((r) => r.data.length !== r.heads * r.queries * r.keys)) records = s.attention();
+  return Attentions.copyFrom(records);
+}
+
 function camelInfo(d, kvCacheBytes) {
   return {
     architecture: d.architecture,
@@ -134,6 +143,19 @@ export class Model {
     });
   }
 
+  /**
+   * The token ids generation feeds for this prompt (the model's special tokens; for an
+   * encoder–decoder model the source, with its end-of-sequence token), with their pieces.
+   */
+  async encodePrompt(text) {
+    this.#alive();
+    check.string(text, 'text');
+    return this.#exclusive(() => {
+      const ids = Array.from(this.#handle.encodePrompt(text));
+      return { ids, pieces: ids.length ? this.#handle.pieces(ids) : [] };
+    });
+  }
+
   /** Token ids → text. */
   async detokenize(ids) {
     this.#alive();
@@ -173,7 +195,7 @@ export class Model {
       const target = check.tokenIds(input.target, 'target', vocab);
       run = (s, out) => {
         s.encode(source, null);
-        const encoder = att ? Attentions.copyFrom(s.attention()).records : [];  // decode() starts a new record set
+        const encoder = att ? readAttention(s).records : [];  // decode() starts a new record set
         out.logits = s.decode(target, true).slice();
         out.shape = [target.length, vocab];
         return encoder;
@@ -210,7 +232,7 @@ export class Model {
       try {
         const out = {};
         const before = run(s, out);
-        out.attentions = att ? new Attentions([...before, ...Attentions.copyFrom(s.attention()).records]) : null;
+        out.attentions = att ? new Attentions([...before, ...readAttention(s).records]) : null;
         return out;
       } finally {
         s.setAttention(false, [], []);
@@ -291,7 +313,7 @@ export class Model {
         if (signal?.aborted) s.abort();
         let attentions;
         if (att) {
-          attentions = Attentions.copyFrom(s.attention());
+          attentions = readAttention(s);
           // The encoder runs once, at prefill: its weights come with the first step only.
           if (!first) attentions = new Attentions(attentions.records.filter((r) => r.kind !== 'encoder'));
         }

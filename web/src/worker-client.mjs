@@ -223,6 +223,12 @@ export class WorkerModel {
     return this.#call('tokenize', [text, { addSpecialTokens: options.addSpecialTokens ?? true }]);
   }
 
+  async encodePrompt(text) {
+    this.#alive();
+    check.string(text, 'text');
+    return this.#call('encodePrompt', [text]);
+  }
+
   async detokenize(ids) {
     this.#alive();
     return this.#call('detokenize', [check.tokenIds(ids, 'ids', this.info.vocabSize, { allowEmpty: true })]);

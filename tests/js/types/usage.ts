@@ -35,6 +35,7 @@ async function inThread(): Promise<void> {
 
   const { ids, pieces } = await model.tokenize('And God said', { addSpecialTokens: false });
   const text: string = await model.detokenize(ids);
+  const fed: number[] = (await model.encodePrompt('And God said')).ids;
   const labels: string[] = await model.pieces(new Int32Array(ids));
 
   const out: ForwardResult = await model.forward(ids, { attentions: { layers: [0], heads: [1, 2] } });
