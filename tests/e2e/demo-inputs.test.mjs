@@ -2,14 +2,15 @@
 // keeps working with the previous model), with the encoder–decoder model (source, target and
 // cross-attention checked against an independent forward pass), and at 400 px wide.
 import assert from 'node:assert/strict';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { browserUnavailable, launchBrowser, screenshot, startServer, wasmUnavailable } from './helpers.mjs';
 
-const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? false;
-const manifest = JSON.parse(readFileSync(new URL('../../models/manifest.json', import.meta.url), 'utf8'));
+const MANIFEST = new URL('../../models/manifest.json', import.meta.url);
+const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(MANIFEST) ? false : 'models/manifest.json is missing (no built-in models)');
+const manifest = skip ? { default: '', models: [] } : JSON.parse(readFileSync(MANIFEST, 'utf8'));
 const DEFAULT = manifest.default;
 const SEQ2SEQ = manifest.models.find((m) => m.architecture !== 'GPT2LMHeadModel' && /seq2seq|date/i.test(`${m.architecture} ${m.name}`))?.name;
 
@@ -192,5 +193,21 @@ describe('attention explorer: bad input, encoder–decoder, narrow screens', { s
     assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 400);
     await screenshot(page, 'demo-400-matrix.png', { fullPage: true });
     assert.deepEqual(browser.errors, []);
+  });
+
+  test('dark colour scheme', async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.click('#tab-tokens');
+    await page.hover('#text-view .seq[data-axis="target"] li[data-i="6"]');
+    await frames(page);
+    const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    assert.equal(bg, 'rgb(13, 15, 20)', 'the dark palette applies');
+    await screenshot(page, 'demo-1280-dark-tokens.png');
+    await page.click('#tab-matrix');
+    await page.mouse.move(5, 5);
+    await frames(page);
+    await screenshot(page, 'demo-1280-dark-matrix.png', { fullPage: true });
+    await page.emulateMedia({ colorScheme: 'light' });
   });
 });

@@ -4,15 +4,16 @@
 // page), switches layers, heads and views, exports, and works offline after one visit.
 // Screenshots go to tests/artifacts/.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { after, before, describe, test } from 'node:test';
 import {
   browserUnavailable, launchBrowser, observeLongTasks, screenshot, startServer, STRICT_CSP, traceMainThreadTasks, wasmUnavailable,
 } from './helpers.mjs';
 
-const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? false;
-const manifest = JSON.parse(readFileSync(new URL('../../models/manifest.json', import.meta.url), 'utf8'));
+const MANIFEST = new URL('../../models/manifest.json', import.meta.url);
+const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(MANIFEST) ? false : 'models/manifest.json is missing (no built-in models)');
+const manifest = skip ? { default: '', models: [] } : JSON.parse(readFileSync(MANIFEST, 'utf8'));
 const DEFAULT = manifest.default;
 
 const frames = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r()))));

@@ -27,7 +27,7 @@ export function loadErrorText(e, label) {
     return `Could not download the model: ${msg}.${hint}`;
   }
   if (/failed to fetch|networkerror|fetch failed|load failed/i.test(msg))
-    return `Could not download ${label}: the network request failed (offline, a wrong host, or the server does not allow cross-origin requests). ${msg}`;
+    return `Could not download ${label}: the request failed (offline, a wrong host, a server that does not allow cross-origin requests, or a plain-http URL this page's Content-Security-Policy does not allow). ${msg}`;
   if (/content security policy|refused to connect/i.test(msg)) return `This page is not allowed to fetch ${label} (Content-Security-Policy): ${msg}`;
   if (/bad_alloc|out of memory|memory access out of bounds|cannot enlarge memory|allocation failed|Aborted\(OOM/i.test(msg))
     return `${label} does not fit in the engine's WebAssembly memory (at most 4 GiB for weights, KV cache and scratch together): ${msg}`;
