@@ -101,6 +101,26 @@ describe('attention explorer: bad input, encoder–decoder, narrow screens', { s
     await stillWorks();
   });
 
+  test('a model from a URL, and a model from dropped files, load and generate', async () => {
+    const folder = join(new URL('../../models/', import.meta.url).pathname, DEFAULT);
+    await page.fill('#model-url', `${server.url}/models/${DEFAULT}/`);
+    await page.click('#url-form button[type="submit"]');
+    await page.waitForFunction(() => !document.body.dataset.loading, null, { timeout: 60_000 });
+    assert.equal(await message('#model-message'), '');
+    assert.equal(await page.evaluate(() => window.attnlens.state.model.builtin), false);
+    const entry = manifest.models.find((m) => m.name === DEFAULT);
+    const files = entry.files.map((f) => join(folder, '..', f.path));
+    await page.setInputFiles('#file-input', files);
+    await page.waitForFunction(() => !document.body.dataset.loading, null, { timeout: 60_000 });
+    assert.equal(await message('#model-message'), '');
+    const info = await page.evaluate(() => window.attnlens.state.model.info);
+    assert.equal(info.params, entry.params);
+    const run = await generate(5);
+    assert.equal(run.status, 'done');
+    await page.selectOption('#model-select', DEFAULT);
+    await page.waitForFunction((name) => window.attnlens.state.model?.builtin && window.attnlens.state.model.name === name, DEFAULT, { timeout: 60_000 });
+  });
+
   test('a model too large for WebAssembly memory', async () => {
     // a sparse 5 GiB file: the browser sees its size without anyone reading 5 GiB
     const big = join(tmp, 'huge-model.gguf');
