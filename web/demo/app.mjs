@@ -261,7 +261,8 @@ function showStats(run) {
   else if (run) {
     const why = { eos: 'the model ended the text', length: 'reached the token limit', stop: 'hit a stop string', context: 'the context is full', aborted: 'stopped' }[run.finishReason] ?? run.finishReason;
     note = `Finished: ${why}.${s.engineTimed ? ' Rates timed by the engine.' : ''}`;
-    if (page.longestTask !== undefined) note += ` Longest main-thread task while generating: ${page.longestTask.toFixed(0)} ms.`;
+    if (page.longestTask === null) note += ' No main-thread task over 50 ms while generating.';
+    else if (page.longestTask !== undefined) note += ` Longest main-thread task while generating: ${page.longestTask.toFixed(0)} ms.`;
   }
   $('#stat-note').textContent = note;
   const stats = $('#stats');
@@ -271,7 +272,8 @@ function showStats(run) {
 
 // Long tasks (> 50 ms) on the main thread during generation, shown under the stats.
 const longTasks = [];
-if (PerformanceObserver.supportedEntryTypes?.includes('longtask')) {
+const observingLongTasks = !!PerformanceObserver.supportedEntryTypes?.includes('longtask');
+if (observingLongTasks) {
   new PerformanceObserver((list) => longTasks.push(...list.getEntries())).observe({ type: 'longtask' });
 }
 
@@ -304,7 +306,7 @@ async function onGenerate() {
     },
   });
   const during = longTasks.filter((t) => t.startTime >= t0);
-  page.longestTask = during.length ? Math.max(...during.map((t) => t.duration)) : undefined;
+  page.longestTask = !observingLongTasks ? undefined : during.length ? Math.max(...during.map((t) => t.duration)) : null;
   if (page.generating === ac) page.generating = null;
   $('#generate').disabled = !state.model;
   $('#stop').disabled = true;
