@@ -89,12 +89,19 @@ export function getModule() {
       const { default: create } = await import(/* @vite-ignore */ /* webpackIgnore: true */ glueUrl.href);
       let fail;
       const failed = new Promise((_, reject) => { fail = reject; });
+      // In Node, Emscripten 3.1.6's glue adds process-wide 'uncaughtException' and
+      // 'unhandledRejection' listeners that rethrow: any later uncaught error of the application
+      // then exits with code 7 and prints the glue's minified source. A library must not do that:
+      // remove what it added (it adds them synchronously, while create() runs).
+      const listeners = isNode ? ['uncaughtException', 'unhandledRejection'].map((e) => [e, process.listeners(e)]) : [];
       const module = create({
         instantiateWasm(imports, receive) {
           instantiate(imports).then(({ instance, module: compiled }) => receive(instance, compiled), fail);
           return {};
         },
       });
+      for (const [event, before] of listeners)
+        for (const fn of process.listeners(event)) if (!before.includes(fn)) process.off(event, fn);
       return throwOnEngineErrors(await Promise.race([module, failed]));
     })();
     modulePromise.catch(() => { modulePromise = null; });
