@@ -150,6 +150,10 @@ test('load: source buffers are transferred (detached here), progress events are 
     const m2 = await loadModel([big.subarray(100), stories.buffers()[1]], { worker: true });
     assert.equal(big.length, bin.length + 100);
     await m2.dispose();
+    // Files keep their names on the way (Node's structured clone turns a File into a Blob).
+    const m3 = await loadModel([new File([bin], 'stories260K.bin'), { name: 'tok512.bin', data: new Blob([stories.buffers()[1]]) }], { worker: true });
+    assert.deepEqual(m3.info.files.map((f) => f.name), ['stories260K.bin', 'tok512.bin']);
+    await m3.dispose();
   } finally {
     await m.dispose();
   }

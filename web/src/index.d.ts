@@ -9,7 +9,7 @@
 /** Bytes of one file with its name (the name tells the engine what the file is, e.g. "tokenizer.json"). */
 export interface NamedBuffer {
   name: string;
-  data: ArrayBuffer | ArrayBufferView;
+  data: ArrayBuffer | ArrayBufferView | Blob;
 }
 
 /**

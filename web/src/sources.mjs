@@ -220,8 +220,7 @@ async function nodePathEntries(path) {
 }
 
 // ---- in-memory sources -------------------------------------------------------------------------
-function blobEntry(blob, index) {
-  const name = blob.name ?? `file${index}`;
+function blobEntry(blob, index, name = blob.name ?? `file${index}`) {
   return {
     name,
     size: blob.size,
@@ -253,7 +252,7 @@ export function checkSource(source) {
   if (!list.length) throw new TypeError('loadModel: source is an empty array');
   list.forEach((item, i) => {
     const ok = typeof item === 'string' || item instanceof URL || isBlob(item) || isBufferLike(item) ||
-      (item && typeof item === 'object' && typeof item.name === 'string' && isBufferLike(item.data));
+      (item && typeof item === 'object' && typeof item.name === 'string' && (isBufferLike(item.data) || isBlob(item.data)));
     if (!ok)
       throw new TypeError(
         `loadModel: source ${Array.isArray(source) ? `[${i}] ` : ''}must be a URL, a path (Node), a File/Blob, an ArrayBuffer, a typed array or {name, data}; got ${item === null ? 'null' : Array.isArray(item) ? 'an array' : typeof item}`,
@@ -288,8 +287,10 @@ export async function resolveSource(source, options = {}) {
         const url = resolveUrl(s);
         groups.push({ urls: url.endsWith('/') ? await folderUrls(url, options) : [url] });
       }
-    } else if (typeof Blob !== 'undefined' && item instanceof Blob) {
+    } else if (isBlob(item)) {
       groups.push([blobEntry(item, i)]);
+    } else if (isBlob(item.data)) {
+      groups.push([blobEntry(item.data, i, item.name)]);
     } else {
       const file = fromBuffer(item, `file${i}`) ?? fromBuffer(item.data, item.name);
       groups.push([{ name: file.name, size: file.bytes.length, read: async (onChunk) => (onChunk(file.bytes.length), file.bytes) }]);

@@ -165,7 +165,9 @@ function prepareSource(source) {
     }
     if (typeof item === 'string') return item;
     if (item instanceof ArrayBuffer || ArrayBuffer.isView(item)) return buffer(item);
-    if (typeof Blob !== 'undefined' && item instanceof Blob) return item;
+    // A File's name does not survive structured cloning everywhere (Node turns it into a Blob).
+    if (typeof Blob !== 'undefined' && item instanceof Blob) return typeof item.name === 'string' ? { name: item.name, data: item } : item;
+    if (typeof Blob !== 'undefined' && item.data instanceof Blob) return { name: item.name, data: item.data };
     return { name: item.name, data: buffer(item.data) };
   };
   return { source: Array.isArray(source) ? source.map(one) : one(source), transfer };
