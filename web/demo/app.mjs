@@ -339,12 +339,12 @@ $('#export-png').addEventListener('click', () => exportPng(views[state.view], st
 // ---- start -------------------------------------------------------------------------------------
 window.attnlens = { state, views };  // for the console and the browser tests
 enableOffline((status, detail) => {
-  const text = { ready: 'Works offline', installing: 'Offline: saving…', partial: 'Offline: partial', unsupported: 'Online only', error: 'Online only' }[status];
+  const text = { ready: navigator.onLine ? 'Works offline' : 'Offline · running from cache', installing: 'Offline: saving…', partial: 'Offline: partial', unsupported: 'Online only', error: 'Online only' }[status];
   setPill('#offline-pill', text, status === 'ready' ? 'ok' : status === 'installing' ? 'busy' : 'warn');
   $('#offline-pill').title = detail;
   document.documentElement.dataset.offline = status;
 });
-window.addEventListener('offline', () => setPill('#offline-pill', 'You are offline', 'warn'));
+window.addEventListener('offline', () => setPill('#offline-pill', document.documentElement.dataset.offline === 'ready' ? 'Offline · running from cache' : 'You are offline', 'warn'));
 window.addEventListener('online', () => setPill('#offline-pill', 'Works offline', 'ok'));
 renderModelCard($('#model-card'), null);
 setupModelPicker();
