@@ -3,8 +3,9 @@
 // with a plain scalar twin in namespace `ref` that the tests compare against.
 //
 // Conventions
-//   * Raw pointers and sizes, row-major, no allocation, no exceptions (noexcept): callers (src/nn)
-//     check shapes once, so these loops stay leaf functions.
+//   * Raw pointers and sizes, row-major, no exceptions (noexcept): callers (src/nn) check shapes
+//     once, so these loops stay leaf functions. No allocation per call: matmul and the q8_0
+//     kernels pack into per-thread scratch buffers that grow on first use (kernels/scratch.h).
 //   * Linear layers store weights as checkpoints do: W [out, in], rows contiguous, y = x · Wᵀ (+ b).
 //   * Quantized weights (q8_0) are dequantized inside the dot products, never to a full f32 copy;
 //     the q8_0 kernels quantize the activations per block as well (see matmul_q8_0).
@@ -15,7 +16,8 @@
 namespace attnlens::kernels {
 
 // ---- linear algebra -------------------------------------------------------------------------
-// y[n, m] = x[n, k] · W[m, k]ᵀ + bias[m]   (bias may be null). Register-blocked; n == 1 → matvec.
+// y[n, m] = x[n, k] · W[m, k]ᵀ + bias[m]   (bias may be null). 2×4 register tiles over packed
+// panels of x and W (matmul.cpp); n == 1 → matvec.
 void matmul(const float* x, const float* w, const float* bias, float* y, int n, int k, int m) noexcept;
 // y[m] = W[m, k] · x[k] + bias[m]: one token of decode; bound by streaming W from memory.
 void matvec(const float* x, const float* w, const float* bias, float* y, int k, int m) noexcept;
