@@ -30,7 +30,8 @@ val SessionHandle::decode(const val& tokens, bool all_logits) {
   return guarded([&] {
     std::vector<int> t = to_ints(tokens, "tokens");
     AL_CHECK(!gen_ || gen_->done(), "a generation is running on this session");
-    if (s_->recorder) recorder_.clear();
+    // No clear(): each (kind, layer) this pass records replaces its previous record, and the encoder's
+    // records (from encode) stay, since they belong to the memory this decoder attends to.
     const float* logits = m_->model().decode(*s_, t.data(), int(t.size()), all_logits);
     return val(typed_memory_view(s_->logits.size(), logits));
   });
