@@ -1,0 +1,410 @@
+#!/usr/bin/env node
+// Model benchmark: AttnLens (wasm in Node, and native) beside onnxruntime-web 1.30 (wasm SIMD, the
+// engine under transformers.js) on the same random-weight llama2.c checkpoints, shaped like
+// stories15M / 42M / 110M, f32 and q8_0. See bench/README.md for the method and what each figure means.
+//
+//   node bench/models.mjs [--shapes 15M,42M,110M] [--formats f32,q8_0] [--platforms wasm,native]
+//                         [--quick] [--rounds N] [--no-anchor] [--no-anchor-256] [--no-api] [--no-build]
+//                         [--json FILE] [--verbose]
+//
+//   --quick         fewer repetitions (bench_models --quick: 2 s warm-up, 1 timed pass, 3 prefill reps),
+//                   no onnxruntime-web prefill-256, a 2 s warm-up for the JS API run; for iterating.
+//   --rounds N      run everything N times (ours and onnxruntime-web back to back per shape each round)
+//                   and print the median and min–max of every cell.
+//   --no-anchor     skip onnxruntime-web (../shared/anchors/run.sh); it is skipped anyway without ../shared.
+//   --no-anchor-256 skip onnxruntime-web's 256-token prefill (run.sh times 64 tokens only; the 256-token
+//                   figure comes from a second, shorter bench_ort.mjs run on the same export).
+//   --no-api        skip the JS API timing (loadModel + model.generate on the 15M checkpoint).
+//   --no-build      use the existing binaries (default: build bench_models and the wasm module, incrementally).
+//   --json FILE     also write every raw JSON result to FILE.
+//
+// Checkpoints are made once in $ATTNLENS_BENCH_CACHE (default ~/.cache/attnlens-bench), never in the repo.
+// Build dirs: $ATTNLENS_BUILD_NATIVE / $ATTNLENS_BUILD_WASM (tools/build.mjs), default build-native / build-wasm.
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { performance } from 'node:perf_hooks';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
+const cacheDir = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.cache', 'attnlens-bench');
+const PROMPT = [1, 9038, 2501, 263, 931];  // "Once upon a time", BOS first: run.sh's default
+
+// dim hidden layers heads kv_heads vocab seq (the stories checkpoints' shapes)
+export const SHAPES = {
+  '15M': [288, 768, 6, 6, 6, 32000, 256],
+  '42M': [512, 1376, 8, 8, 8, 32000, 1024],
+  '110M': [768, 2048, 12, 12, 12, 32000, 1024],
+};
+
+// The issue's targets (single thread, wasm rows).
+const TARGETS = { f32Decode: 0.9, f32Prefill: 0.9, q8Decode: 2.0, wasmVsNative: 1.3 };
+const SIZE_LIMIT = 1_000_000;  // wasm module + JS glue, bytes
+
+function parseArgs(argv) {
+  const a = { shapes: Object.keys(SHAPES), formats: ['f32', 'q8_0'], platforms: ['wasm', 'native'], quick: false,
+              rounds: 1, anchor: true, anchor256: true, api: true, build: true, json: null, verbose: false };
+  for (let i = 0; i < argv.length; i++) {
+    const k = argv[i];
+    const val = () => {
+      if (i + 1 >= argv.length) throw new Error(`${k} needs a value`);
+      return argv[++i];
+    };
+    if (k === '--shapes') a.shapes = val().split(',').map((s) => s.trim().toUpperCase().replace(/^(\d+)M?$/, '$1M'));
+    else if (k === '--formats') a.formats = val().split(',').map((s) => (s === 'q8' ? 'q8_0' : s));
+    else if (k === '--platforms') a.platforms = val().split(',');
+    else if (k === '--quick') a.quick = true;
+    else if (k === '--rounds') a.rounds = Math.max(1, Number(val()));
+    else if (k === '--no-anchor') a.anchor = false;
+    else if (k === '--no-anchor-256') a.anchor256 = false;
+    else if (k === '--no-api') a.api = false;
+    else if (k === '--no-build') a.build = false;
+    else if (k === '--json') a.json = val();
+    else if (k === '--verbose' || k === '-v') a.verbose = true;
+    else if (k === '--help' || k === '-h') {
+      console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 25).join('\n'));
+      process.exit(0);
+    } else throw new Error(`unknown option ${k} (see --help)`);
+  }
+  for (const s of a.shapes) if (!SHAPES[s]) throw new Error(`unknown shape ${s} (15M, 42M, 110M)`);
+  for (const f of a.formats) if (!['f32', 'q8_0'].includes(f)) throw new Error(`unknown format ${f} (f32, q8_0)`);
+  for (const p of a.platforms) if (!['wasm', 'native'].includes(p)) throw new Error(`unknown platform ${p} (wasm, native)`);
+  if (a.quick) a.anchor256 = false;
+  return a;
+}
+
+const log = (...m) => process.stderr.write(m.join(' ') + '\n');
+
+// ---- checkpoints --------------------------------------------------------------------------------
+// Random llama2.c v0 checkpoints: ../shared/anchors/mkrand_unique.py when present (every weight distinct,
+// N(0, 0.02), norms 1), else the same layout written here with a seeded generator.
+function writeRandomCheckpoint(path, [dim, hidden, layers, heads, kv, vocab, seq]) {
+  const head = dim / heads;
+  const sizes = [vocab * dim, layers * dim, layers * dim * dim, layers * dim * kv * head, layers * dim * kv * head,
+                 layers * dim * dim, layers * dim, layers * dim * hidden, layers * hidden * dim, layers * dim * hidden,
+                 dim, seq * head / 2, seq * head / 2];
+  const ones = new Set([1, 6, 10]);
+  const fd = openSync(path, 'w');
+  writeSync(fd, new Uint8Array(new Int32Array([dim, hidden, layers, heads, kv, vocab, seq]).buffer));
+  let s = 0x9e3779b9 >>> 0;
+  const next = () => { s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0; return (s + 0.5) / 4294967296; };
+  const chunk = new Float32Array(1 << 20);
+  sizes.forEach((n, i) => {
+    while (n > 0) {
+      const k = Math.min(n, chunk.length);
+      for (let j = 0; j < k; j++) chunk[j] = ones.has(i) ? 1 : 0.02 * Math.sqrt(-2 * Math.log(next())) * Math.cos(2 * Math.PI * next());
+      writeSync(fd, new Uint8Array(chunk.buffer, 0, k * 4));
+      n -= k;
+    }
+  });
+  closeSync(fd);
+}
+
+function checkpoint(shape) {
+  mkdirSync(cacheDir, { recursive: true });
+  const path = join(cacheDir, `rand${shape}.bin`);
+  if (existsSync(path)) return path;
+  const tmp = path + '.tmp';
+  const mk = join(shared, 'anchors', 'mkrand_unique.py');
+  log(`[bench] making ${path} (once)`);
+  if (existsSync(mk)) execFileSync('/usr/bin/python3', [mk, tmp, ...SHAPES[shape].map(String)], { stdio: 'inherit' });
+  else writeRandomCheckpoint(tmp, SHAPES[shape]);
+  renameSync(tmp, path);
+  return path;
+}
+
+// ---- builds ---------------------------------------------------------------------------------------
+async function binaries(args) {
+  const { buildDirs, buildNative, buildWasm } = await import(pathToFileURL(join(root, 'tools', 'build.mjs')).href);
+  const bin = { native: join(buildDirs.native, 'bench_models'), wasm: join(buildDirs.wasm, 'bench_models.js') };
+  const guarded = (f) => {
+    try {
+      f();
+    } catch (e) {
+      throw new Error(`build failed (${String(e.message).split('\n')[0]}); fix it or pass --no-build`);
+    }
+  };
+  if (args.platforms.includes('native') && (args.build || !existsSync(bin.native))) guarded(() => buildNative(['bench_models']));
+  const wasmTargets = [];
+  if (args.platforms.includes('wasm') && (args.build || !existsSync(bin.wasm))) wasmTargets.push('bench_models');
+  // the package's module: its size is reported, and the JS API run loads it
+  if (args.build || !existsSync(join(root, 'dist', 'wasm', 'attnlens.wasm'))) wasmTargets.push('attnlens_wasm');
+  if (wasmTargets.length) guarded(() => buildWasm(wasmTargets));
+  // Emscripten's node glue is CommonJS, and the repo's package.json says "type": "module"; and it reads
+  // its .wasm by path, which Node's fetch refuses (hence --no-experimental-fetch, as ctest's emulator).
+  const pkg = join(dirname(bin.wasm), 'package.json');
+  if (existsSync(bin.wasm) && !existsSync(pkg)) writeFileSync(pkg, '{"type":"commonjs"}\n');
+  return bin;
+}
+
+// ---- child processes ------------------------------------------------------------------------------
+function runJson(cmd, argv, { verbose, tag }) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd, argv, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '', err = '';
+    p.stdout.on('data', (d) => { out += d; });
+    p.stderr.on('data', (d) => {
+      err += d;
+      if (verbose) process.stderr.write(String(d).replace(/^(?=.)/gm, `    [${tag}] `));
+    });
+    p.on('error', reject);
+    p.on('close', (code) => {
+      const lines = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+      if (code !== 0) reject(new Error(`${tag}: ${cmd} exited with ${code}\n${err.split('\n').slice(-8).join('\n')}`));
+      else resolve(lines);
+    });
+  });
+}
+
+async function runOurs(bin, platform, ckpt, format, args, extra = []) {
+  const flags = [ckpt, ...(format === 'q8_0' ? ['--q8'] : []), ...(args.quick ? ['--quick'] : []), ...extra];
+  const tag = `${platform} ${basename(ckpt, '.bin')} ${format}`;
+  log(`[bench] ${tag} ...`);
+  const lines = platform === 'native' ? await runJson(bin.native, flags, { verbose: args.verbose, tag })
+                                      : await runJson(process.execPath, ['--no-experimental-fetch', bin.wasm, ...flags], { verbose: args.verbose, tag });
+  const r = { load: null, decode: null, prefill: {}, generate: null };
+  for (const l of lines) {
+    if (l.type === 'prefill') r.prefill[l.tokens] = l;
+    else r[l.type] = l;
+  }
+  return r;
+}
+
+function anchorExportDir(ckpt) {
+  const st = statSync(ckpt);
+  const ortb = process.env.ORTBENCH_DIR ?? join(homedir(), '.cache', 'attnlens-anchors');
+  return join(ortb, 'models', `${st.size}-${Math.floor(st.mtimeMs / 1000)}-${basename(ckpt, '.bin')}`);
+}
+
+async function runAnchor(ckpt, args, seq) {
+  const tag = `onnxruntime-web ${basename(ckpt, '.bin')}`;
+  log(`[bench] ${tag} (../shared/anchors/run.sh) ...`);
+  const [r] = (await runJson('bash', [join(shared, 'anchors', 'run.sh'), ckpt, '1', PROMPT.join(' ')],
+                             { verbose: args.verbose, tag })).slice(-1);
+  if (args.anchor256 && seq >= 256) {
+    const dir = anchorExportDir(ckpt);
+    if (existsSync(join(dir, 'prefill.onnx'))) {
+      log(`[bench] ${tag} prefill 256 (bench_ort.mjs on the same export) ...`);
+      const [r2] = (await runJson(process.execPath, [join(shared, 'anchors', 'bench_ort.mjs'), '--engine', 'web',
+        '--threads', '1', '--model', dir, '--prompt', PROMPT.join(' '), '--steps', '256', '--reps', '1',
+        '--warmup-s', '0', '--prefill', '256', '--prefill-reps', '5'], { verbose: args.verbose, tag })).slice(-1);
+      r.prefill256MsMedian = r2.prefillMsMedian;
+      r.prefill256Ms = r2.prefillMs;
+    }
+  }
+  return r;
+}
+
+// ---- the JS API path (a child process runs this file with --api-child) -----------------------------
+async function apiChild(ckpt, tok, quick) {
+  const { loadModel } = await import(pathToFileURL(join(root, 'web', 'src', 'index.mjs')).href);
+  const t0 = performance.now();
+  const model = await loadModel([ckpt, tok]);
+  const loadMs = performance.now() - t0;
+  const steps = 200;
+  const once = async () => {
+    const w0 = performance.now();
+    const r = await model.generate(PROMPT, { maxNewTokens: steps - PROMPT.length, temperature: 0 });
+    const wall = performance.now() - w0;
+    const t = r.timings;
+    return { tokS: t.decodedTokens / (t.decodeMs / 1000), wallTokS: t.decodedTokens / ((wall - t.prefillMs) / 1000),
+             decoded: t.decodedTokens, finish: r.finishReason };
+  };
+  const cold = await once();
+  const tw = performance.now();
+  let warm = 0;
+  while (warm < 1 || performance.now() - tw < (quick ? 2000 : 10000)) { await once(); warm++; }
+  const runs = [];
+  for (let i = 0; i < (quick ? 1 : 3); i++) runs.push(await once());
+  runs.sort((a, b) => a.tokS - b.tokS);
+  const med = runs[Math.floor((runs.length - 1) / 2)];
+  await model.dispose();
+  console.log(JSON.stringify({ type: 'api', loadMs, coldTokS: cold.tokS, warmupPasses: warm, tokS: runs.map((r) => r.tokS),
+                               tokSMedian: med.tokS, wallTokSMedian: med.wallTokS, decoded: med.decoded, finish: med.finish }));
+}
+
+// ---- table ------------------------------------------------------------------------------------------
+const median = (xs) => { const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((a, b) => a - b); return s.length ? s[Math.floor((s.length - 1) / 2)] : null; };
+function cell(xs, digits = 1) {
+  const v = xs.filter((x) => x != null && Number.isFinite(x));
+  if (!v.length) return '–';
+  const m = median(v);
+  const f = (x) => x.toFixed(digits);
+  if (v.length === 1) return f(m);
+  return `${f(m)} (${f(Math.min(...v))}–${f(Math.max(...v))})`;
+}
+
+function table(headers, rows) {
+  const w = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const line = (r) => '| ' + r.map((c, i) => String(c).padEnd(w[i])).join(' | ') + ' |';
+  return [line(headers), '| ' + w.map((n) => '-'.repeat(n)).join(' | ') + ' |', ...rows.map(line)].join('\n');
+}
+
+function wasmSizes() {
+  const files = ['attnlens.wasm', 'attnlens.mjs'].map((f) => join(root, 'dist', 'wasm', f));
+  if (!files.every(existsSync)) return null;
+  const raw = files.map((f) => readFileSync(f));
+  const total = raw.reduce((s, b) => s + b.length, 0);
+  return { wasm: raw[0].length, glue: raw[1].length, total, gzip: raw.reduce((s, b) => s + gzipSync(b, { level: 9 }).length, 0) };
+}
+
+function report(results, args) {
+  const out = [];
+  const hasAnchor = Object.values(results.anchor).some((l) => l.length);
+  out.push(`AttnLens model benchmark — ${new Date().toISOString()} — node ${process.version}, rounds ${args.rounds}${args.quick ? ', --quick' : ''}`);
+  out.push('decode: tok/s over 200 positions (median of timed passes); prefill: ms for the prompt (median); ' +
+           'ratios vs onnxruntime-web: decode ours/ORT, prefill ORT-ms/our-ms (>1 = we are faster); ' +
+           'w/n = native tok/s ÷ wasm tok/s (target ≤ 1.3).');
+  const rows = [], verdicts = [];
+  for (const shape of args.shapes) {
+    const A = results.anchor[shape] ?? [];
+    const aDec = A.map((a) => a.decodeTokPerSMedian), aP64 = A.map((a) => a.prefillMsMedian), aP256 = A.map((a) => a.prefill256MsMedian);
+    const load = results.load[shape];
+    if (A.length && load) {
+      const wb = load.weight_bytes_f32, mm = load.matmul_params_per_token;
+      const aCpu = Math.min(...A.map((a) => a.cpuPerWall ?? 1));
+      rows.push([shape, 'f32', 'ORT-web' + (aCpu < 0.85 ? '*' : ''), cell(aDec), '', cell(aDec.map((t) => t * wb / 1e9), 1), cell(aDec.map((t) => 2 * mm * t / 1e9), 1),
+                 cell(aP64), '', cell(aP64.map((ms) => prefillGflops(load, 64, ms)), 1), cell(aP256), '', '', '']);
+    }
+    for (const format of args.formats) {
+      for (const platform of args.platforms) {
+        const R = results.ours[`${shape}/${format}/${platform}`] ?? [];
+        if (!R.length) continue;
+        const dec = R.map((r) => r.decode?.tok_s_median);
+        const p64 = R.map((r) => r.prefill[64]?.ms_median), p256 = R.map((r) => r.prefill[256]?.ms_median);
+        const rDec = R.map((r, i) => (A[i] ? r.decode?.tok_s_median / A[i].decodeTokPerSMedian : null));
+        const rP64 = R.map((r, i) => (A[i] ? A[i].prefillMsMedian / r.prefill[64]?.ms_median : null));
+        const rP256 = R.map((r, i) => (A[i]?.prefill256MsMedian ? A[i].prefill256MsMedian / r.prefill[256]?.ms_median : null));
+        const N = results.ours[`${shape}/${format}/native`] ?? [];
+        const wn = platform === 'wasm' ? R.map((r, i) => (N[i]?.decode ? N[i].decode.tok_s_median / r.decode?.tok_s_median : null)) : [];
+        const cpu = Math.min(...R.map((r) => r.decode?.cpu_per_wall ?? 1));
+        const marks = [];
+        if (platform === 'wasm') {
+          const check = (name, vals, ok) => {
+            const m = median(vals);
+            if (m == null) return;
+            const pass = ok(m);
+            marks.push(`${name} ${pass ? 'PASS' : 'MISS'}`);
+            verdicts.push(`${shape} ${format} ${name}: ${m.toFixed(2)} → ${pass ? 'PASS' : 'MISS'}`);
+          };
+          if (format === 'f32') {
+            check(`dec≥${TARGETS.f32Decode}×`, rDec, (m) => m >= TARGETS.f32Decode);
+            check(`pf64≥${TARGETS.f32Prefill}×`, rP64, (m) => m >= TARGETS.f32Prefill);
+            check(`pf256≥${TARGETS.f32Prefill}×`, rP256, (m) => m >= TARGETS.f32Prefill);
+          } else {
+            check(`dec≥${TARGETS.q8Decode}×ORT-f32`, rDec, (m) => m >= TARGETS.q8Decode);
+          }
+          check(`w/n≤${TARGETS.wasmVsNative}`, wn, (m) => m <= TARGETS.wasmVsNative);
+        }
+        rows.push([shape, format, platform + (cpu < 0.85 ? '*' : ''), cell(dec), cell(rDec, 2),
+                   cell(R.map((r) => r.decode?.gbs), 1), cell(R.map((r) => r.decode?.gflops), 1),
+                   cell(p64), cell(rP64, 2), cell(R.map((r) => r.prefill[64]?.gflops), 1),
+                   cell(p256), cell(rP256, 2), cell(wn, 2), marks.join(', ')]);
+      }
+    }
+  }
+  out.push(table(['shape', 'weights', 'engine', 'decode tok/s', '×ORT', 'GB/s', 'GFLOP/s', 'prefill-64 ms', '×ORT', 'GFLOP/s',
+                  'prefill-256 ms', '×ORT', 'w/n', 'targets'], rows));
+  out.push('GB/s = weight bytes per token (ModelInfo::weight_bytes) × tok/s; limit ≈ 25 GB/s per core. GFLOP/s = 2 × params in ' +
+           'matrix multiplies per token (+ attention q·k and p·v) ÷ time; wasm SIMD128 peak ≈ 30 per core. ORT rows use the f32 ' +
+           'byte and flop counts of the same shape. * = the process got < 85% of a core during the timed passes (busy machine).');
+  if (!hasAnchor) out.push('onnxruntime-web: not run (' + (args.anchor ? `${shared} not found` : '--no-anchor') + ').');
+  if (results.api.length) {
+    const api = results.api;
+    const raw = (results.ours['15M/f32/wasm'] ?? []).map((r) => r.decode?.tok_s_median);
+    const gen = (results.ours['15M/f32/wasm'] ?? []).map((r) => r.generate?.tok_s_median);
+    const a = median(api.map((x) => x.tokSMedian)), b = median(raw), g = median(gen);
+    out.push(`JS API (loadModel + model.generate, greedy, 195 new tokens, 15M f32, wasm in Node): ${cell(api.map((x) => x.tokSMedian))} tok/s` +
+             ` (wall clock incl. the last await: ${cell(api.map((x) => x.wallTokSMedian))}); C++ generate loop in wasm: ${cell(gen)} tok/s;` +
+             ` bench_models raw decode in wasm: ${cell(raw)} tok/s` +
+             (a && b ? `; API overhead ≈ ${(1000 / a - 1000 / b).toFixed(3)} ms/token (${((b / a - 1) * 100).toFixed(1)}%)` : '') +
+             (g && b ? `, of which the C++ generation loop ${(1000 / g - 1000 / b).toFixed(3)} ms` : '') + '.');
+  }
+  const sz = results.sizes;
+  if (sz) {
+    out.push(`wasm module + JS glue: dist/wasm/attnlens.wasm ${sz.wasm} B + attnlens.mjs ${sz.glue} B = ${sz.total} B ` +
+             `(${(sz.total / 1e6).toFixed(3)} MB; gzip -9 ${sz.gzip} B) → ${sz.total < SIZE_LIMIT ? 'PASS' : 'MISS'} (< 1 MB)`);
+  }
+  if (verdicts.length) out.push('targets (medians): ' + verdicts.join('; '));
+  return out.join('\n');
+}
+
+function prefillGflops(load, n, ms) {
+  if (!ms) return null;
+  const attn = load.attn_per_key * n * (n + 1) / 2;
+  return (2 * (load.layer_matmul_params * n + load.head_params) + attn) / (ms / 1000) / 1e9;
+}
+
+// ---- main -------------------------------------------------------------------------------------------
+async function main() {
+  if (process.argv[2] === '--api-child') return apiChild(process.argv[3], process.argv[4], process.argv[5] === 'quick');
+  const args = parseArgs(process.argv.slice(2));
+  const haveShared = existsSync(join(shared, 'anchors', 'run.sh'));
+  if (args.anchor && !haveShared) log(`[bench] ${shared} not found: onnxruntime-web is not run`);
+  const bin = await binaries(args);
+  const results = { ours: {}, anchor: {}, load: {}, api: [], sizes: wasmSizes(), raw: [] };
+  const tok = join(shared, 'models', 'llama2-tokenizer', 'tokenizer.bin');
+  for (let round = 0; round < args.rounds; round++) {
+    if (args.rounds > 1) log(`[bench] round ${round + 1} of ${args.rounds}`);
+    for (const shape of args.shapes) {
+      const ckpt = checkpoint(shape);
+      const seq = SHAPES[shape][6];
+      if (args.anchor && haveShared) {
+        try {
+          const a = await runAnchor(ckpt, args, seq);
+          (results.anchor[shape] ??= [])[round] = a;
+          results.raw.push({ shape, round, engine: 'onnxruntime-web', ...a });
+        } catch (e) {
+          log(`[bench] onnxruntime-web failed: ${e.message}`);
+        }
+      }
+      for (const format of args.formats) {
+        for (const platform of args.platforms) {
+          const extra = shape === '15M' && existsSync(tok) ? ['--tokenizer', tok] : [];
+          const r = await runOurs(bin, platform, ckpt, format, args, extra);
+          (results.ours[`${shape}/${format}/${platform}`] ??= [])[round] = r;
+          results.raw.push({ shape, round, format, platform, ...r });
+          if (r.load && format === 'f32') {
+            const [dim, hidden, layers, heads, kv, vocab] = SHAPES[shape];
+            const kvd = dim * kv / heads;
+            results.load[shape] = { weight_bytes_f32: r.load.weight_bytes, matmul_params_per_token: r.load.matmul_params_per_token,
+                                    layer_matmul_params: layers * (2 * dim * dim + 2 * dim * kvd + 3 * dim * hidden),
+                                    head_params: vocab * dim, attn_per_key: 4 * dim * layers };
+          }
+          const d = r.decode, p = r.prefill;
+          log(`[bench]   decode ${d?.tok_s_median} tok/s (cpu/wall ${d?.cpu_per_wall}), prefill-64 ${p[64]?.ms_median} ms, prefill-256 ${p[256]?.ms_median ?? '–'} ms`);
+        }
+      }
+      if (!results.load[shape]) {  // f32 not run: the ORT rows still want the f32 counts
+        const [dim, hidden, layers, heads, kv, vocab] = SHAPES[shape];
+        const kvd = dim * kv / heads;
+        const mm = layers * (2 * dim * dim + 2 * dim * kvd + 3 * dim * hidden);
+        results.load[shape] = { weight_bytes_f32: 4 * (mm + vocab * dim + (2 * layers + 1) * dim), matmul_params_per_token: mm + vocab * dim,
+                                layer_matmul_params: mm, head_params: vocab * dim, attn_per_key: 4 * dim * layers };
+      }
+    }
+    if (args.api && args.shapes.includes('15M') && existsSync(tok) && results.sizes) {
+      log('[bench] JS API: loadModel + model.generate on rand15M (wasm in Node) ...');
+      try {
+        const [r] = await runJson(process.execPath, [fileURLToPath(import.meta.url), '--api-child', checkpoint('15M'), tok, args.quick ? 'quick' : ''],
+                                  { verbose: args.verbose, tag: 'api' });
+        results.api[round] = r;
+        results.raw.push({ round, ...r });
+      } catch (e) {
+        log(`[bench] JS API run failed: ${e.message}`);
+      }
+    }
+  }
+  results.api = results.api.filter(Boolean);
+  const text = report(results, args);
+  console.log('\n' + text);
+  if (args.json) writeFileSync(args.json, JSON.stringify(results.raw, null, 1));
+}
+
+main().catch((e) => {
+  console.error(e.message ?? e);
+  process.exit(1);
+});
