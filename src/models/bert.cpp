@@ -91,10 +91,6 @@ class Bert : public Model {
   WeightStorage storage_;
 };
 
-nn::Norm layer_norm(Weights& w, const std::string& prefix, int dim, float eps) {
-  return nn::Norm{nn::NormKind::LayerNorm, dim, w.vector(prefix + ".weight", dim), w.vector(prefix + ".bias", dim), eps};
-}
-
 }  // namespace
 
 std::unique_ptr<Model> build_bert_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o) {
@@ -116,7 +112,7 @@ std::unique_ptr<Model> build_bert_hf(const nlohmann::json& config, const TensorM
   b.word = w.table(p + "embeddings.word_embeddings.weight", vocab, d);
   b.position = w.table(p + "embeddings.position_embeddings.weight", positions, d);
   b.token_type = w.table(p + "embeddings.token_type_embeddings.weight", types, d);
-  b.embed_norm = layer_norm(w, p + "embeddings.LayerNorm", d, eps);
+  b.embed_norm = w.layer_norm(p + "embeddings.LayerNorm", d, eps);
   for (int i = 0; i < layers; ++i) {
     const std::string e = p + "encoder.layer." + std::to_string(i) + ".";
     nn::EncoderLayer l;
@@ -127,34 +123,22 @@ std::unique_ptr<Model> build_bert_hf(const nlohmann::json& config, const TensorM
     l.self_attn.k = w.linear(e + "attention.self.key.weight", e + "attention.self.key.bias", d, d);
     l.self_attn.v = w.linear(e + "attention.self.value.weight", e + "attention.self.value.bias", d, d);
     l.self_attn.o = w.linear(e + "attention.output.dense.weight", e + "attention.output.dense.bias", d, d);
-    l.norm1 = layer_norm(w, e + "attention.output.LayerNorm", d, eps);
+    l.norm1 = w.layer_norm(e + "attention.output.LayerNorm", d, eps);
     l.ffn.up = w.linear(e + "intermediate.dense.weight", e + "intermediate.dense.bias", ff, d);
     l.ffn.down = w.linear(e + "output.dense.weight", e + "output.dense.bias", d, ff);
     l.ffn.act = b.act;
-    l.norm2 = layer_norm(w, e + "output.LayerNorm", d, eps);
+    l.norm2 = w.layer_norm(e + "output.LayerNorm", d, eps);
     b.layers.push_back(l);
   }
   if (tensors.has("cls.predictions.transform.dense.weight")) {
     b.mlm_transform = w.linear("cls.predictions.transform.dense.weight", "cls.predictions.transform.dense.bias", d, d);
-    b.mlm_norm = layer_norm(w, "cls.predictions.transform.LayerNorm", d, eps);
+    b.mlm_norm = w.layer_norm("cls.predictions.transform.LayerNorm", d, eps);
     const bool tied = !tensors.has("cls.predictions.decoder.weight");
     b.mlm_decoder.w = w.matrix(tied ? p + "embeddings.word_embeddings.weight" : "cls.predictions.decoder.weight", vocab, d, tied);
     b.mlm_decoder.b = w.vector("cls.predictions.bias", vocab);
   }
-  ModelInfo info;
-  info.architecture = "bert";
-  info.kind = ModelKind::EncoderOnly;
-  info.d_model = d;
-  info.n_layers = layers;
-  info.n_heads = info.n_kv_heads = heads;
-  info.head_dim = d / heads;
-  info.d_ff = ff;
-  info.vocab_size = vocab;
-  info.context_length = positions;
-  info.positions = "learned";
-  info.n_params = w.params();
-  info.weight_bytes = w.bytes_read();
-  info.weight_dtype = b.layers.empty() || b.layers[0].self_attn.q.w.dtype == DType::F32 ? "f32" : "q8_0";
+  const ModelInfo info =
+      make_info("bert", ModelKind::EncoderOnly, {d, layers, heads, heads, ff, vocab, positions}, "learned", w);
   return std::make_unique<Bert>(info, std::move(b), w.release());
 }
 

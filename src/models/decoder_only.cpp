@@ -1,5 +1,7 @@
 #include "models/decoder_only.h"
 
+#include <vector>
+
 #include "core/error.h"
 #include "kernels/kernels.h"
 
@@ -16,12 +18,20 @@ DecoderOnlyTransformer::DecoderOnlyTransformer(ModelInfo info, DecoderOnlyWeight
 // x[n, d_model] = token embeddings (+ learned position embeddings).
 void DecoderOnlyTransformer::embed(const int* tokens, int n, int pos0, float* x) const {
   const int d = info_.d_model;
-  std::vector<float> pos_row(w_.position_embedding.empty() ? 0 : d);
+  const nn::Matrix& pe = w_.position_embedding;
   for (int i = 0; i < n; ++i) {
-    nn::embedding_row(w_.token_embedding, tokens[i], x + size_t(i) * d);
-    if (!w_.position_embedding.empty()) {
-      nn::embedding_row(w_.position_embedding, pos0 + i, pos_row.data());
-      kernels::add(x + size_t(i) * d, pos_row.data(), d);
+    float* xi = x + size_t(i) * d;
+    nn::embedding_row(w_.token_embedding, tokens[i], xi);
+    if (pe.empty()) continue;
+    const int pos = pos0 + i;
+    AL_CHECK(pos >= 0 && pos < pe.rows, "position ", pos, " is past the ", pe.rows, " learned positions");
+    if (pe.dtype == DType::F32) {  // add the row in place: no copy, no allocation per token
+      kernels::add(xi, static_cast<const float*>(pe.data) + size_t(pos) * d, d);
+    } else {
+      thread_local std::vector<float> row;
+      row.resize(size_t(d));
+      nn::embedding_row(pe, pos, row.data());
+      kernels::add(xi, row.data(), d);
     }
   }
 }

@@ -19,26 +19,9 @@ struct Gpt2Config {
   nn::Activation act;
 };
 
-ModelInfo gpt2_info(const Gpt2Config& c, const Weights& w, const DecoderOnlyWeights& d) {
-  ModelInfo info;
-  info.architecture = "gpt2";
-  info.kind = ModelKind::DecoderOnly;
-  info.d_model = c.dim;
-  info.n_layers = c.layers;
-  info.n_heads = info.n_kv_heads = c.heads;
-  info.head_dim = c.dim / c.heads;
-  info.d_ff = c.inner;
-  info.vocab_size = c.vocab;
-  info.context_length = c.context;
-  info.positions = "learned";
-  info.n_params = w.params();
-  info.weight_bytes = w.bytes_read();
-  info.weight_dtype = d.layers[0].self_attn.qkv.w.dtype == DType::Q8_0 ? "q8_0" : "f32";
-  return info;
-}
-
-nn::Norm layer_norm(Weights& w, const std::string& prefix, int dim, float eps) {
-  return nn::Norm{nn::NormKind::LayerNorm, dim, w.vector(prefix + ".weight", dim), w.vector(prefix + ".bias", dim), eps};
+ModelInfo gpt2_info(const Gpt2Config& c, const Weights& w) {
+  return make_info("gpt2", ModelKind::DecoderOnly, {c.dim, c.layers, c.heads, c.heads, c.inner, c.vocab, c.context},
+                   "learned", w);
 }
 
 }  // namespace
@@ -70,8 +53,8 @@ std::unique_ptr<Model> build_gpt2_hf(const nlohmann::json& config, const TensorM
     const std::string h = p + "h." + std::to_string(i) + ".";
     nn::EncoderLayer l;
     l.placement = nn::NormPlacement::Pre;
-    l.norm1 = layer_norm(w, h + "ln_1", c.dim, c.eps);
-    l.norm2 = layer_norm(w, h + "ln_2", c.dim, c.eps);
+    l.norm1 = w.layer_norm(h + "ln_1", c.dim, c.eps);
+    l.norm2 = w.layer_norm(h + "ln_2", c.dim, c.eps);
     l.self_attn.d_model = c.dim;
     l.self_attn.shape = nn::split_heads(c.dim, c.heads, c.heads);
     l.self_attn.qkv = {w.matrix_transposed(h + "attn.c_attn.weight", 3 * c.dim, c.dim), w.vector(h + "attn.c_attn.bias", 3 * c.dim)};
@@ -81,10 +64,10 @@ std::unique_ptr<Model> build_gpt2_hf(const nlohmann::json& config, const TensorM
     l.ffn.act = c.act;
     d.layers.push_back(l);
   }
-  d.final_norm = layer_norm(w, p + "ln_f", c.dim, c.eps);
+  d.final_norm = w.layer_norm(p + "ln_f", c.dim, c.eps);
   const bool tied = !tensors.has("lm_head.weight");
   d.lm_head.w = w.matrix(tied ? p + "wte.weight" : "lm_head.weight", c.vocab, c.dim, tied);
-  ModelInfo info = gpt2_info(c, w, d);
+  const ModelInfo info = gpt2_info(c, w);
   return std::make_unique<DecoderOnlyTransformer>(info, std::move(d), w.release());
 }
 
@@ -109,8 +92,8 @@ std::unique_ptr<Model> build_gpt2_gguf(const nlohmann::json& meta, const TensorM
     const std::string b = "blk." + std::to_string(i) + ".";
     nn::EncoderLayer l;
     l.placement = nn::NormPlacement::Pre;
-    l.norm1 = layer_norm(w, b + "attn_norm", c.dim, c.eps);
-    l.norm2 = layer_norm(w, b + "ffn_norm", c.dim, c.eps);
+    l.norm1 = w.layer_norm(b + "attn_norm", c.dim, c.eps);
+    l.norm2 = w.layer_norm(b + "ffn_norm", c.dim, c.eps);
     l.self_attn.d_model = c.dim;
     l.self_attn.shape = nn::split_heads(c.dim, c.heads, c.heads);
     l.self_attn.qkv = w.linear(b + "attn_qkv.weight", b + "attn_qkv.bias", 3 * c.dim, c.dim);
@@ -120,10 +103,10 @@ std::unique_ptr<Model> build_gpt2_gguf(const nlohmann::json& meta, const TensorM
     l.ffn.act = c.act;
     d.layers.push_back(l);
   }
-  d.final_norm = layer_norm(w, "output_norm", c.dim, c.eps);
+  d.final_norm = w.layer_norm("output_norm", c.dim, c.eps);
   const bool tied = !tensors.has("output.weight");
   d.lm_head.w = w.matrix(tied ? "token_embd.weight" : "output.weight", c.vocab, c.dim, tied);
-  ModelInfo info = gpt2_info(c, w, d);
+  const ModelInfo info = gpt2_info(c, w);
   return std::make_unique<DecoderOnlyTransformer>(info, std::move(d), w.release());
 }
 

@@ -61,8 +61,8 @@ std::unique_ptr<Model> build(const LlamaConfig& c, const LlamaNames& names, cons
     auto name = [&](const char* role) { return names.layer(i, role); };
     nn::EncoderLayer l;
     l.placement = nn::NormPlacement::Pre;
-    l.norm1 = nn::Norm{nn::NormKind::RMSNorm, c.dim, w.vector(name("attn_norm"), c.dim), nullptr, c.rms_eps};
-    l.norm2 = nn::Norm{nn::NormKind::RMSNorm, c.dim, w.vector(name("ffn_norm"), c.dim), nullptr, c.rms_eps};
+    l.norm1 = w.rms_norm(name("attn_norm"), c.dim, c.rms_eps);
+    l.norm2 = w.rms_norm(name("ffn_norm"), c.dim, c.rms_eps);
     l.self_attn.d_model = c.dim;
     l.self_attn.shape = nn::split_heads(c.dim, c.heads, c.kv_heads);
     l.self_attn.q = w.linear(name("attn_q"), "", c.dim, c.dim);
@@ -75,29 +75,14 @@ std::unique_ptr<Model> build(const LlamaConfig& c, const LlamaNames& names, cons
     l.ffn.act = nn::Activation::SiLU;
     d.layers.push_back(l);
   }
-  d.final_norm = nn::Norm{nn::NormKind::RMSNorm, c.dim, w.vector(names.final_norm, c.dim), nullptr, c.rms_eps};
+  d.final_norm = w.rms_norm(names.final_norm, c.dim, c.rms_eps);
   const bool tied = !w.has(names.output);
   d.lm_head.w = w.matrix(tied ? names.embed : names.output, c.vocab, c.dim, tied);
   d.rope = c.rope_style;
   d.rope_base = c.rope_base;
 
-  ModelInfo info;
-  info.architecture = "llama";
-  info.kind = ModelKind::DecoderOnly;
-  info.d_model = c.dim;
-  info.n_layers = c.layers;
-  info.n_heads = c.heads;
-  info.n_kv_heads = c.kv_heads;
-  info.head_dim = hd;
-  info.d_ff = c.hidden;
-  info.vocab_size = c.vocab;
-  info.context_length = c.context;
-  info.positions = "rope";
-  info.n_params = w.params();
-  info.weight_bytes = w.bytes_read();
-  info.weight_dtype = d.lm_head.w.dtype == DType::Q8_0 && d.layers[0].self_attn.q.w.dtype == DType::Q8_0 ? "q8_0"
-                      : d.layers[0].self_attn.q.w.dtype == DType::Q8_0                                     ? "mixed"
-                                                                                                            : "f32";
+  const ModelInfo info = make_info("llama", ModelKind::DecoderOnly,
+                                   {c.dim, c.layers, c.heads, c.kv_heads, c.hidden, c.vocab, c.context}, "rope", w);
   return std::make_unique<DecoderOnlyTransformer>(info, std::move(d), w.release());
 }
 

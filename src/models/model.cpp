@@ -1,6 +1,7 @@
 #include "models/model.h"
 
 #include "core/error.h"
+#include "models/weights.h"
 
 namespace attnlens::models {
 
@@ -11,6 +12,27 @@ const char* model_kind_name(ModelKind k) {
     case ModelKind::EncoderDecoder: return "encoder-decoder";
   }
   return "?";
+}
+
+ModelInfo make_info(const std::string& architecture, ModelKind kind, const Shape& s, const std::string& positions,
+                    const Weights& w) {
+  ModelInfo info;
+  info.architecture = architecture;
+  info.kind = kind;
+  info.d_model = s.d_model;
+  info.n_layers = s.n_layers;
+  info.n_encoder_layers = s.n_encoder_layers;
+  info.n_heads = s.n_heads;
+  info.n_kv_heads = s.n_kv_heads;
+  info.head_dim = s.d_model / s.n_heads;
+  info.d_ff = s.d_ff;
+  info.vocab_size = s.vocab_size;
+  info.context_length = s.context_length;
+  info.positions = positions;
+  info.n_params = w.params();
+  info.weight_bytes = w.bytes_read();
+  info.weight_dtype = w.matrix_dtype();
+  return info;
 }
 
 std::unique_ptr<Session> Model::new_session(int capacity) const {

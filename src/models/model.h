@@ -41,6 +41,15 @@ struct ModelInfo {
   size_t weight_bytes = 0;    // bytes of weights the kernels read
 };
 
+class Weights;
+// The fields every builder fills the same way (sizes from the config, totals from the weights).
+struct Shape {
+  int d_model, n_layers, n_heads, n_kv_heads, d_ff, vocab_size, context_length;
+  int n_encoder_layers = 0;
+};
+ModelInfo make_info(const std::string& architecture, ModelKind kind, const Shape& s, const std::string& positions,
+                    const Weights& w);
+
 // Per-sequence state.
 class Session {
  public:

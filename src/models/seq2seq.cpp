@@ -116,10 +116,6 @@ nn::MultiHeadAttention mha(Weights& w, const std::string& prefix, int d, int hea
   return a;
 }
 
-nn::Norm layer_norm(Weights& w, const std::string& prefix, int d, float eps) {
-  return nn::Norm{nn::NormKind::LayerNorm, d, w.vector(prefix + ".weight", d), w.vector(prefix + ".bias", d), eps};
-}
-
 nn::FeedForward ffn(Weights& w, const std::string& prefix, int d, int ff, nn::Activation act) {
   nn::FeedForward f;
   f.up = w.linear(prefix + "linear1.weight", prefix + "linear1.bias", ff, d);
@@ -152,8 +148,8 @@ std::unique_ptr<Model> build_seq2seq_hf(const nlohmann::json& config, const Tens
     l.placement = placement;
     l.self_attn = mha(w, p + "self_attn.", d, heads);
     l.ffn = ffn(w, p, d, ff, act);
-    l.norm1 = layer_norm(w, p + "norm1", d, eps);
-    l.norm2 = layer_norm(w, p + "norm2", d, eps);
+    l.norm1 = w.layer_norm(p + "norm1", d, eps);
+    l.norm2 = w.layer_norm(p + "norm2", d, eps);
     s.encoder.push_back(l);
   }
   for (int i = 0; i < dec_layers; ++i) {
@@ -163,33 +159,21 @@ std::unique_ptr<Model> build_seq2seq_hf(const nlohmann::json& config, const Tens
     l.self_attn = mha(w, p + "self_attn.", d, heads);
     l.cross_attn = mha(w, p + "multihead_attn.", d, heads);
     l.ffn = ffn(w, p, d, ff, act);
-    l.norm1 = layer_norm(w, p + "norm1", d, eps);
-    l.norm2 = layer_norm(w, p + "norm2", d, eps);
-    l.norm3 = layer_norm(w, p + "norm3", d, eps);
+    l.norm1 = w.layer_norm(p + "norm1", d, eps);
+    l.norm2 = w.layer_norm(p + "norm2", d, eps);
+    l.norm3 = w.layer_norm(p + "norm3", d, eps);
     s.decoder.push_back(l);
   }
   if (r.boolean("final_layer_norm", true)) {
-    s.encoder_norm = layer_norm(w, "encoder.norm", d, eps);
-    s.decoder_norm = layer_norm(w, "decoder.norm", d, eps);
+    s.encoder_norm = w.layer_norm("encoder.norm", d, eps);
+    s.decoder_norm = w.layer_norm("decoder.norm", d, eps);
   }
   const bool tied = r.boolean("tie_word_embeddings", true);
   s.lm_head.w = w.matrix(tied ? "embed.weight" : "lm_head.weight", vocab, d, tied);
 
-  ModelInfo info;
-  info.architecture = "seq2seq";
-  info.kind = ModelKind::EncoderDecoder;
-  info.d_model = d;
-  info.n_layers = dec_layers;
-  info.n_encoder_layers = enc_layers;
-  info.n_heads = info.n_kv_heads = heads;
-  info.head_dim = d / heads;
-  info.d_ff = ff;
-  info.vocab_size = vocab;
-  info.context_length = positions;
-  info.positions = "sinusoidal";
-  info.n_params = w.params();
-  info.weight_bytes = w.bytes_read();
-  info.weight_dtype = s.decoder.empty() || s.decoder[0].ffn.up.w.dtype == DType::F32 ? "f32" : "q8_0";
+  Shape shape{d, dec_layers, heads, heads, ff, vocab, positions};
+  shape.n_encoder_layers = enc_layers;
+  const ModelInfo info = make_info("seq2seq", ModelKind::EncoderDecoder, shape, "sinusoidal", w);
   return std::make_unique<Seq2Seq>(info, std::move(s), w.release());
 }
 

@@ -63,6 +63,7 @@ nn::Matrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols, 
   nn::Matrix m = t.dtype == DType::Q8_0 ? nn::Matrix{DType::Q8_0, int(rows), int(cols), t.data}
                                         : quantized_or_f32(name, as_f32(t), rows, cols);
   count(tied ? 0 : rows * cols, m.bytes());
+  count_matrix(m.dtype);
   return m;
 }
 
@@ -76,6 +77,7 @@ nn::Matrix Weights::matrix_transposed(const std::string& name, int64_t rows, int
     for (int64_t j = 0; j < rows; ++j) dst[j * cols + i] = src[i * rows + j];
   nn::Matrix m = quantized_or_f32(name + ".T", dst, rows, cols);
   count(rows * cols, m.bytes());
+  count_matrix(m.dtype);
   return m;
 }
 
@@ -92,6 +94,19 @@ nn::Linear Weights::linear(const std::string& weight, const std::string& bias, i
   l.w = matrix(weight, out, in);
   if (!bias.empty()) l.b = vector(bias, out);
   return l;
+}
+
+nn::Norm Weights::layer_norm(const std::string& prefix, int dim, float eps) {
+  return nn::Norm{nn::NormKind::LayerNorm, dim, vector(prefix + ".weight", dim), vector(prefix + ".bias", dim), eps};
+}
+
+nn::Norm Weights::rms_norm(const std::string& weight, int dim, float eps) {
+  return nn::Norm{nn::NormKind::RMSNorm, dim, vector(weight, dim), nullptr, eps};
+}
+
+std::string Weights::matrix_dtype() const {
+  if (q8_matrices_ && f32_matrices_) return "mixed";
+  return q8_matrices_ ? "q8_0" : "f32";
 }
 
 }  // namespace attnlens::models

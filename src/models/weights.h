@@ -9,6 +9,7 @@
 
 #include "core/tensor.h"
 #include "nn/linear.h"
+#include "nn/norm.h"
 
 namespace attnlens::models {
 
@@ -41,11 +42,16 @@ class Weights {
   // quantized like the matrices under WeightFormat::Q8_0.
   nn::Matrix table(const std::string& name, int64_t rows, int64_t cols);
   nn::Linear linear(const std::string& weight, const std::string& bias, int64_t out, int64_t in);
+  // LayerNorm from "<prefix>.weight" and "<prefix>.bias"; RMSNorm from one weight.
+  nn::Norm layer_norm(const std::string& prefix, int dim, float eps);
+  nn::Norm rms_norm(const std::string& weight, int dim, float eps);
 
   const TensorMap& tensors() const { return tensors_; }
   // Totals over everything handed out so far: parameters, and bytes the kernels will read.
   int64_t params() const { return params_; }
   size_t bytes_read() const { return bytes_read_; }
+  // "f32", "q8_0" or "mixed": the types of the matrices handed out for linear layers.
+  std::string matrix_dtype() const;
   // The converted copies; the model keeps them, the Weights object (and its TensorMap) can go.
   WeightStorage release() { return std::move(storage_); }
 
@@ -53,6 +59,7 @@ class Weights {
   const float* as_f32(const TensorView& t);  // a view when f32 and aligned, else a converted copy
   float* own(size_t floats);
   nn::Matrix quantized_or_f32(const std::string& name, const float* f, int64_t rows, int64_t cols);
+  void count_matrix(DType t) { (t == DType::Q8_0 ? q8_matrices_ : f32_matrices_)++; }
   void count(int64_t params, size_t bytes) {
     params_ += params;
     bytes_read_ += bytes;
@@ -62,6 +69,7 @@ class Weights {
   WeightStorage storage_;
   std::map<std::string, nn::Matrix> quantized_;  // by tensor name: a tied tensor is quantized once
   int64_t params_ = 0;
+  int q8_matrices_ = 0, f32_matrices_ = 0;
   size_t bytes_read_ = 0;
 };
 
