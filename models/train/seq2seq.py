@@ -51,6 +51,26 @@ class Seq2Seq(nn.Module):
                            memory_key_padding_mask=src_pad)
         return out @ self.embed.weight.t()
 
+    def forward_with_cross(self, src, tgt_in, src_pad=None, tgt_pad=None):
+        """Same function as forward(), but the last decoder layer is run step by step (exactly as
+        nn.TransformerDecoderLayer with norm_first=False) to also return its cross-attention weights
+        averaged over heads: -> logits [B, T, V], cross [B, T, S]."""
+        T = tgt_in.shape[1]
+        causal = torch.triu(torch.full((T, T), float("-inf")), diagonal=1)
+        mem = self.encoder(self.embed_pos(src), src_key_padding_mask=src_pad)
+        x = self.embed_pos(tgt_in)
+        layers = self.decoder.layers
+        for layer in layers[:-1]:
+            x = layer(x, mem, tgt_mask=causal, tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad)
+        L = layers[-1]
+        a = L.self_attn(x, x, x, attn_mask=causal, key_padding_mask=tgt_pad, need_weights=False)[0]
+        x = L.norm1(x + L.dropout1(a))
+        a, w = L.multihead_attn(x, mem, mem, key_padding_mask=src_pad, need_weights=True, average_attn_weights=True)
+        x = L.norm2(x + L.dropout2(a))
+        x = L.norm3(x + L.dropout3(L.linear2(L.dropout(L.activation(L.linear1(x))))))
+        x = self.decoder.norm(x)
+        return x @ self.embed.weight.t(), w
+
     @torch.no_grad()
     def greedy(self, src_ids, max_len=16):
         """Greedy decoding of one source (list of ids, already with </s>): -> output ids without <s>."""

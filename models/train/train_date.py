@@ -101,6 +101,17 @@ def batched_exact_match(model, tok, samples, bs=250):
 FIELD_QUERIES = {"year": [0, 1, 2, 3], "month": [5, 6], "day": [8, 9]}
 
 
+def field_masks(samples, shape):
+    """[B, T, S] 1 where decoder query t's output digit comes from source position s (FIELD_QUERIES, spans)."""
+    m = torch.zeros(shape)
+    for b, s in enumerate(samples):
+        for f, qs in FIELD_QUERIES.items():
+            a, e = s["spans"][f]
+            for q in qs:
+                m[b, q, a:e] = 1.0
+    return m
+
+
 def alignment(model, cfg, tok, samples):
     """Cross-attention of the LAST decoder layer, averaged over heads (sum over heads / n_heads): mean
     fraction of each output field digit's attention that lies on the source characters of that field.
@@ -147,6 +158,9 @@ def main():
     ap.add_argument("--dropout", type=float, default=0.05)
     ap.add_argument("--eval_every", type=int, default=500)
     ap.add_argument("--n_test", type=int, default=1000)
+    ap.add_argument("--align_weight", type=float, default=0.0,
+                    help="weight of the auxiliary loss -log(mass of the last decoder layer's head-averaged "
+                         "cross-attention on the source span of the field each output digit comes from)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--tag", default="main")
     args = ap.parse_args()
@@ -190,14 +204,24 @@ def main():
         tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
-        logits = model(src, tgt_in, src_pad=src == PAD, tgt_pad=tgt_in == PAD)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=PAD)
+        if args.align_weight > 0:
+            logits, cross = model.forward_with_cross(src, tgt_in, src_pad=src == PAD, tgt_pad=tgt_in == PAD)
+            ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=PAD)
+            mass = (cross * field_masks(samples, cross.shape)).sum(-1)  # [B, T]
+            sel = torch.zeros_like(mass, dtype=torch.bool)
+            sel[:, sum(FIELD_QUERIES.values(), [])] = True
+            al = -torch.log(mass[sel] + 1e-6).mean()
+            loss = ce + args.align_weight * al
+        else:
+            logits = model(src, tgt_in, src_pad=src == PAD, tgt_pad=tgt_in == PAD)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=PAD)
+            ce = al = loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         if step % 50 == 0:
-            log(f"step {step} loss {loss.item():.4f} lr {lr_at(step):.2e} {time.time() - t0:.0f}s")
+            log(f"step {step} loss {loss.item():.4f} ce {ce.item():.4f} align {al.item():.4f} lr {lr_at(step):.2e} {time.time() - t0:.0f}s")
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
             em = batched_exact_match(model, tok, dev)
             history.append({"step": step + 1, "dev_exact_match": em, "seconds": time.time() - t0})
