@@ -6,12 +6,22 @@ computed from the files, never typed).
 --check exits non-zero if the committed manifest differs from what the files say.
 """
 import argparse
+import hashlib
 import json
 import os
 import struct
 import sys
 
-from common import MODELS_DIR, sha256_file
+# stdlib only (no torch/numpy), so any python3 can run --check
+MODELS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 FOLDER_LIMIT = 10 * 1024 * 1024
 
