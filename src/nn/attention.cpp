@@ -4,6 +4,8 @@
 #include <limits>
 #include <vector>
 
+#include <xsimd/xsimd.hpp>
+
 #include "core/error.h"
 #include "kernels/kernels.h"
 #include "nn/linear.h"
@@ -19,10 +21,66 @@ int visible_keys(const AttentionMask& mask, int i, int m) {
   return last + 1 < m ? last + 1 : m;
 }
 
+using Vec = xsimd::batch<float>;  // 4 floats in wasm (SIMD128), 8/16 natively
+constexpr int W = int(Vec::size);
+
+// scores[j] = q·k_j · scale for j < count, keys strided by `stride`. W keys at a time, one
+// accumulator per key (W independent chains), reduced together by one transpose-add (haddp): the
+// short head_dim dots of attention would otherwise each pay a horizontal sum and a call.
+void score_keys(const float* q, const float* k, size_t stride, int hd, int count, float scale, float* scores) {
+  int j = 0;
+  if (hd % W == 0) {
+    const Vec vs(scale);
+    for (; j + W <= count; j += W) {
+      const float* kj = k + size_t(j) * stride;
+      Vec acc[W];
+      for (int r = 0; r < W; ++r) acc[r] = Vec(0.f);
+      for (int d = 0; d < hd; d += W) {
+        const Vec qv = Vec::load_unaligned(q + d);
+        for (int r = 0; r < W; ++r) acc[r] += qv * Vec::load_unaligned(kj + size_t(r) * stride + d);
+      }
+      (xsimd::haddp(acc) * vs).store_unaligned(scores + j);
+    }
+  }
+  for (; j < count; ++j) scores[j] = kernels::dot(q, k + size_t(j) * stride, hd) * scale;
+}
+
+// o[d0 .. d0 + NV·W) = Σ_j p[j] · v_j[d0 ..], NV vectors of accumulators kept in registers over all keys.
+template <int NV>
+void weigh_values_block(const float* p, const float* v, size_t stride, int count, int d0, float* o) {
+  Vec acc[NV];
+  for (int c = 0; c < NV; ++c) acc[c] = Vec(0.f);
+  for (int j = 0; j < count; ++j) {
+    if (p[j] == 0.f) continue;  // masked keys: their values are never read (as kernels::axpy was skipped)
+    const Vec pj(p[j]);
+    const float* vj = v + size_t(j) * stride + d0;
+    for (int c = 0; c < NV; ++c) acc[c] += pj * Vec::load_unaligned(vj + c * W);
+  }
+  for (int c = 0; c < NV; ++c) acc[c].store_unaligned(o + d0 + c * W);
+}
+
+// o[0..hd) = Σ_j p[j] · v_j for j < count: the weighted sum of the values.
+void weigh_values(const float* p, const float* v, size_t stride, int hd, int count, float* o) {
+  int d = 0;
+  for (; d + 4 * W <= hd; d += 4 * W) weigh_values_block<4>(p, v, stride, count, d, o);
+  switch ((hd - d) / W) {
+    case 3: weigh_values_block<3>(p, v, stride, count, d, o); d += 3 * W; break;
+    case 2: weigh_values_block<2>(p, v, stride, count, d, o); d += 2 * W; break;
+    case 1: weigh_values_block<1>(p, v, stride, count, d, o); d += W; break;
+    default: break;
+  }
+  for (; d < hd; ++d) {
+    float s = 0.f;
+    for (int j = 0; j < count; ++j)
+      if (p[j] != 0.f) s += p[j] * v[size_t(j) * stride + d];
+    o[d] = s;
+  }
+}
+
 // scores[j] = q·k_j · scale + masks and biases, for j < visible; returns false if every key is masked.
 bool score_row(const float* qh, const float* k, int kv_stride, int head_dim, int visible, float scale, int head,
                int i, int n, int m, const AttentionMask& mask, float* scores) {
-  for (int j = 0; j < visible; ++j) scores[j] = kernels::dot(qh, k + size_t(j) * kv_stride, head_dim) * scale;
+  score_keys(qh, k, size_t(kv_stride), head_dim, visible, scale, scores);
   if (mask.bias) {
     const float* b = mask.bias + (size_t(mask.bias_heads == 1 ? 0 : head) * n + i) * m;
     kernels::add(scores, b, visible);
@@ -66,16 +124,17 @@ void scaled_dot_product_attention(const float* q, int q_stride, const float* k, 
       // Score straight into the caller's weights row when recording: no extra copy.
       float* p = record ? weights + (size_t(h) * n + i) * m : scratch.data();
       float* o = out + size_t(i) * out_stride + h * hd;
-      for (int d = 0; d < hd; ++d) o[d] = 0.f;
       const bool any = score_row(q + size_t(i) * q_stride + h * hd, k + g * hd, kv_stride, hd, visible, scale, h, i,
                                  n, m, mask, p);
       if (!any) {  // every key masked: no attention at all
         for (int j = 0; j < visible; ++j) p[j] = 0.f;
+        for (int d = 0; d < hd; ++d) o[d] = 0.f;
+        if (record)
+          for (int j = visible; j < m; ++j) p[j] = 0.f;
         continue;
       }
       kernels::softmax(p, visible);
-      for (int j = 0; j < visible; ++j)
-        if (p[j] != 0.f) kernels::axpy(p[j], v + size_t(j) * kv_stride + g * hd, o, hd);
+      weigh_values(p, v + g * hd, size_t(kv_stride), hd, visible, o);
       if (record)
         for (int j = visible; j < m; ++j) p[j] = 0.f;
     }
