@@ -8,9 +8,15 @@
 namespace attnlens::generate {
 
 // The generated text so far, emitted in increments that never split a UTF-8 character: each step
-// decodes the generated tokens (with the prompt's last token for context, so tokenizer rules such as
-// the SentencePiece dummy-prefix space apply as in a full decode) and emits what is new, holding back
+// decodes the recent tokens (with a token before them for context, so tokenizer rules such as the
+// SentencePiece dummy-prefix space apply as in a full decode) and emits what is new, holding back
 // a trailing replacement character until the next byte arrives or the stream ends.
+//
+// Only a bounded window of tokens is decoded per step (decoding everything generated so far made a
+// long generation quadratic): once the window holds kWindow tokens and nothing is held back, it
+// restarts from its last kKeep tokens — the first of them as context, the others as text already
+// emitted — provided decoding those alone reproduces the end of the text emitted so far. Decoding
+// rules only look at neighbouring tokens, so later steps emit exactly what a full decode would.
 class TextStream {
  public:
   TextStream(const Tokenizer& tok, int context_token) : tok_(tok) {
@@ -24,24 +30,42 @@ class TextStream {
     static const std::string kReplacement = "\xEF\xBF\xBD";
     size_t stable = full.size();
     while (stable >= 3 && full.compare(stable - 3, 3, kReplacement) == 0) stable -= 3;
-    if (stable < emitted_.size() || full.compare(0, emitted_.size(), emitted_) != 0) return "";
-    std::string delta = full.substr(emitted_.size(), stable - emitted_.size());
-    emitted_ = full.substr(0, stable);
+    if (stable < window_emitted_.size() || full.compare(0, window_emitted_.size(), window_emitted_) != 0) return "";
+    std::string delta = full.substr(window_emitted_.size(), stable - window_emitted_.size());
+    window_emitted_.append(delta);
+    emitted_.append(delta);
     last_full_ = std::move(full);
+    if (ids_.size() >= kWindow && window_emitted_.size() == last_full_.size()) restart_window();
     return delta;
   }
   std::string flush() {  // whatever was held back
-    std::string rest = last_full_.size() > emitted_.size() ? last_full_.substr(emitted_.size()) : "";
-    emitted_ = last_full_;
+    std::string rest = last_full_.size() > window_emitted_.size() ? last_full_.substr(window_emitted_.size()) : "";
+    window_emitted_ = last_full_;
+    emitted_.append(rest);
     return rest;
   }
   const std::string& text() const { return emitted_; }
 
  private:
+  static constexpr size_t kWindow = 64, kKeep = 8;
+  void restart_window() {
+    std::vector<int> keep(ids_.end() - kKeep, ids_.end());
+    const std::string context = tok_.decode({keep[0]});
+    std::string text = tok_.decode(keep);
+    if (text.compare(0, context.size(), context) != 0) return;
+    text.erase(0, context.size());
+    if (text.size() > emitted_.size() || emitted_.compare(emitted_.size() - text.size(), text.size(), text) != 0) return;
+    ids_ = std::move(keep);
+    base_ = context.size();
+    window_emitted_ = text;
+    last_full_ = std::move(text);
+  }
   const Tokenizer& tok_;
-  std::vector<int> ids_;
-  size_t base_ = 0;
-  std::string emitted_, last_full_;
+  std::vector<int> ids_;          // the window: context token(s), then tokens whose text is window_emitted_…
+  size_t base_ = 0;               // bytes of the window's decoded text that belong to its context
+  std::string window_emitted_;    // text emitted from the window's tokens
+  std::string last_full_;         // the window's decoded text (after its context), held-back part included
+  std::string emitted_;           // all text emitted
 };
 
 namespace {
@@ -121,7 +145,9 @@ bool Generation::step(TokenEvent& ev) {
     return true;
   }
   for (const std::string& s : o_.stop) {  // cut the text where the first stop string begins
-    const size_t at = s.empty() ? std::string::npos : text_->text().find(s);
+    // Earlier steps found none in the text before emitted_before: search only where a new one can be.
+    const size_t from = emitted_before >= s.size() ? emitted_before - (s.size() - 1) : 0;
+    const size_t at = s.empty() ? std::string::npos : text_->text().find(s, from);
     if (at != std::string::npos) {
       r_.text = text_->text().substr(0, at);
       ev.text = at > emitted_before ? text_->text().substr(emitted_before, at - emitted_before) : "";
