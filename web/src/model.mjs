@@ -194,11 +194,9 @@ export class Model {
       const source = check.tokenIds(input.source, 'source', vocab);
       const target = check.tokenIds(input.target, 'target', vocab);
       run = (s, out) => {
-        s.encode(source, null);
-        const encoder = att ? readAttention(s).records : [];  // decode() starts a new record set
+        s.encode(source, null);  // its "encoder" attention records stay through the decode below
         out.logits = s.decode(target, true).slice();
         out.shape = [target.length, vocab];
-        return encoder;
       };
     } else if (this.info.kind === 'encoder-only') {
       const ids = check.tokenIds(Array.isArray(input) || ArrayBuffer.isView(input) ? input : input?.ids, 'ids', vocab);
@@ -215,14 +213,12 @@ export class Model {
           out.logits = null;  // a BertModel without the masked-LM head
           out.shape = null;
         }
-        return [];
       };
     } else {
       const ids = check.tokenIds(input, 'ids', vocab);
       run = (s, out) => {
         out.logits = s.decode(ids, true).slice();
         out.shape = [ids.length, vocab];
-        return [];
       };
     }
     return this.#exclusive(() => {
@@ -231,8 +227,8 @@ export class Model {
       s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
       try {
         const out = {};
-        const before = run(s, out);
-        out.attentions = att ? new Attentions([...before, ...readAttention(s).records]) : null;
+        run(s, out);
+        out.attentions = att ? readAttention(s) : null;
         return out;
       } finally {
         s.setAttention(false, [], []);
