@@ -56,7 +56,10 @@ async function openCache(useCache) {
   }
 }
 
-/** Reads a response body, reporting each chunk to onChunk(bytes). */
+/**
+ * Reads a response body, reporting each chunk to onChunk(bytes). With the size known (Content-Length
+ * of an unencoded body) the bytes land in one buffer allocated up front: no second copy.
+ */
 async function readBody(response, signal, onChunk) {
   if (!response.body?.getReader) {
     const bytes = new Uint8Array(await response.arrayBuffer());
@@ -64,7 +67,7 @@ async function readBody(response, signal, onChunk) {
     return bytes;
   }
   const reader = response.body.getReader();
-  const chunks = [];
+  let out = new Uint8Array(bodySize(response));
   let size = 0;
   for (;;) {
     if (signal?.aborted) {
@@ -73,17 +76,16 @@ async function readBody(response, signal, onChunk) {
     }
     const { done, value } = await reader.read();
     if (done) break;
-    chunks.push(value);
+    if (size + value.length > out.length) {  // no or wrong Content-Length: grow geometrically
+      const bigger = new Uint8Array(Math.max(out.length * 2, size + value.length, 1 << 16));
+      bigger.set(out.subarray(0, size));
+      out = bigger;
+    }
+    out.set(value, size);
     size += value.length;
     onChunk(value.length);
   }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.length;
-  }
-  return out;
+  return size === out.length ? out : out.slice(0, size);
 }
 
 // The size of a response's body as read, if the server said it: Content-Length counts encoded
@@ -102,45 +104,47 @@ function bodySize(response) {
 async function openUrls(urls, { signal, cache }) {
   const store = await openCache(cache);
   const responses = [];
-  const cancelAll = () => responses.forEach((r) => r.cancel());
-  try {
-    for (const url of urls) {
-      checkAborted(signal);
-      let response = store ? await store.match(url) : undefined;
-      const fromCache = !!response;
-      if (!response) {
-        try {
-          response = await fetch(url, { signal });
-        } catch (e) {
-          if (signal?.aborted) throw abortError(signal);
-          throw new Error(`GET ${url} failed: ${e.message}`, { cause: e });
-        }
-        if (!response.ok) {
-          response.body?.cancel?.().catch(() => {});
-          throw new FetchError(url, response.status, response.statusText);
-        }
+  const cancelAll = () => responses.forEach((r) => r?.cancel());
+  checkAborted(signal);
+  // Every request goes out at once (one round trip, not one per file); entries keep the URLs' order.
+  const open = async (url, i) => {
+    let response = store ? await store.match(url) : undefined;
+    const fromCache = !!response;
+    if (!response) {
+      try {
+        response = await fetch(url, { signal });
+      } catch (e) {
+        if (signal?.aborted) throw abortError(signal);
+        throw new Error(`GET ${url} failed: ${e.message}`, { cause: e });
       }
-      let unread = true;
-      responses.push({
-        name: baseName(new URL(url).pathname),
-        size: bodySize(response),
-        cancel: () => { if (unread) response.body?.cancel?.().catch(() => {}); },
-        async read(onChunk) {
-          unread = false;
-          const bytes = await readBody(response, signal, onChunk);
-          if (store && !fromCache) {
-            const headers = { 'content-length': String(bytes.length) };
-            const type = response.headers.get('content-type');
-            if (type) headers['content-type'] = type;
-            await store.put(url, new Response(bytes, { headers })).catch(() => {});  // quota errors: keep going uncached
-          }
-          return bytes;
-        },
-      });
+      if (!response.ok) {
+        response.body?.cancel?.().catch(() => {});
+        throw new FetchError(url, response.status, response.statusText);
+      }
     }
-  } catch (e) {
+    let unread = true;
+    responses[i] = {
+      name: baseName(new URL(url).pathname),
+      size: bodySize(response),
+      cancel: () => { if (unread) response.body?.cancel?.().catch(() => {}); },
+      async read(onChunk) {
+        unread = false;
+        const bytes = await readBody(response, signal, onChunk);
+        if (store && !fromCache) {
+          const headers = { 'content-length': String(bytes.length) };
+          const type = response.headers.get('content-type');
+          if (type) headers['content-type'] = type;
+          await store.put(url, new Response(bytes, { headers })).catch(() => {});  // quota errors: keep going uncached
+        }
+        return bytes;
+      },
+    };
+  };
+  const opened = await Promise.allSettled(urls.map(open));
+  const failed = opened.find((o) => o.status === 'rejected');
+  if (failed) {
     cancelAll();
-    throw e;
+    throw failed.reason;
   }
   return { entries: responses, cancelAll };
 }
@@ -166,23 +170,27 @@ async function exists(url, signal, store) {
 async function folderUrls(folder, { signal, cache }) {
   const store = await openCache(cache);
   const at = (f) => new URL(f, folder).href;
-  const urls = [];
-  if (await exists(at('model.safetensors'), signal, store)) {
-    urls.push(at('config.json'), at('model.safetensors'));
-  } else if (await exists(at('model.safetensors.index.json'), signal, store)) {
+  // Which files the folder has, asked all at once.
+  const names = ['model.safetensors', 'model.safetensors.index.json', 'tokenizer.json', 'generation_config.json'];
+  const has = Object.fromEntries(
+    await Promise.all(names.map(async (n) => [n, await exists(at(n), signal, store)])),
+  );
+  const urls = [at('config.json')];
+  if (has['model.safetensors']) {
+    urls.push(at('model.safetensors'));
+  } else if (has['model.safetensors.index.json']) {
     const indexFile = (await downloadAll([at('model.safetensors.index.json')], { signal, cache }))[0];
     const index = JSON.parse(new TextDecoder().decode(indexFile.bytes));
     const shards = [...new Set(Object.values(index.weight_map ?? {}))];
-    urls.push(at('config.json'), at('model.safetensors.index.json'), ...shards.map(at));
+    urls.push(at('model.safetensors.index.json'), ...shards.map(at));
   } else {
     throw new FetchError(at('model.safetensors'), 404, 'Not Found (no model.safetensors or model.safetensors.index.json in this folder)');
   }
-  if (await exists(at('tokenizer.json'), signal, store)) urls.push(at('tokenizer.json'));
-  if (await exists(at('generation_config.json'), signal, store)) urls.push(at('generation_config.json'));
+  if (has['tokenizer.json']) urls.push(at('tokenizer.json'));
+  if (has['generation_config.json']) urls.push(at('generation_config.json'));
   return urls;
 }
 
-// ---- Node paths --------------------------------------------------------------------------------
 async function nodePathEntries(path) {
   const fs = await nodeImport('node:fs/promises');
   const pathMod = await nodeImport('node:path');
@@ -314,14 +322,13 @@ export async function resolveSource(source, options = {}) {
   let loaded = 0;
   const files = [];
   try {
-    for (const e of entries) {
-      checkAborted(signal);
-      const bytes = await e.read((n) => {
-        loaded += n;
-        onProgress?.({ loaded, total, file: e.name });
-      }, signal);
-      files.push({ name: e.name, bytes });
-    }
+    checkAborted(signal);
+    // Bodies are read concurrently (the transfers overlap); progress sums them, so it only grows.
+    const bytes = await Promise.all(entries.map((e) => e.read((n) => {
+      loaded += n;
+      onProgress?.({ loaded, total, file: e.name });
+    }, signal)));
+    entries.forEach((e, i) => files.push({ name: e.name, bytes: bytes[i] }));
   } catch (err) {
     entries.forEach((e) => e.cancel?.());
     throw err;
