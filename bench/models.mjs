@@ -17,6 +17,8 @@
 //   --no-api        skip the JS API timing (loadModel + model.generate on the 15M checkpoint).
 //   --no-build      use the existing binaries (default: build bench_models and the wasm module, incrementally).
 //   --json FILE     also write every raw JSON result to FILE.
+//   --report FILE   print the table again from such a FILE (no run; pass the --shapes/--formats/--platforms
+//                   it was run with if they were limited).
 //
 // Checkpoints are made once in $ATTNLENS_BENCH_CACHE (default ~/.cache/attnlens-bench), never in the repo.
 // Build dirs: $ATTNLENS_BUILD_NATIVE / $ATTNLENS_BUILD_WASM (tools/build.mjs), default build-native / build-wasm.
@@ -63,6 +65,7 @@ function parseArgs(argv) {
     else if (k === '--no-api') a.api = false;
     else if (k === '--no-build') a.build = false;
     else if (k === '--json') a.json = val();
+    else if (k === '--report') a.report = val();
     else if (k === '--verbose' || k === '-v') a.verbose = true;
     else if (k === '--help' || k === '-h') {
       console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 25).join('\n'));
@@ -227,7 +230,12 @@ async function apiChild(ckpt, tok, quick) {
 }
 
 // ---- table ------------------------------------------------------------------------------------------
-const median = (xs) => { const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((a, b) => a - b); return s.length ? s[Math.floor((s.length - 1) / 2)] : null; };
+const median = (xs) => {
+  const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((a, b) => a - b);
+  if (!s.length) return null;
+  const h = Math.floor(s.length / 2);
+  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
+};
 function cell(xs, digits = 1) {
   const v = xs.filter((x) => x != null && Number.isFinite(x));
   if (!v.length) return '–';
@@ -339,10 +347,30 @@ function prefillGflops(load, n, ms) {
   return (2 * (load.layer_matmul_params * n + load.head_params) + attn) / (ms / 1000) / 1e9;
 }
 
+// The results object again from the raw list written by --json.
+function fromRaw(raw, args) {
+  const results = { ours: {}, anchor: {}, load: {}, api: [], sizes: wasmSizes(), raw };
+  args.rounds = 1 + Math.max(0, ...raw.map((r) => r.round ?? 0));
+  for (const r of raw) {
+    if (r.type === 'api') results.api[r.round] = r;
+    else if (r.platform) (results.ours[`${r.shape}/${r.format}/${r.platform}`] ??= [])[r.round] = r;
+    else if (r.shape) (results.anchor[r.shape] ??= [])[r.round] = r;
+  }
+  for (const shape of args.shapes) {
+    const [dim, hidden, layers, heads, kv, vocab] = SHAPES[shape];
+    const mm = layers * (2 * dim * dim + 2 * dim * (dim * kv / heads) + 3 * dim * hidden);
+    results.load[shape] = { weight_bytes_f32: 4 * (mm + vocab * dim + (2 * layers + 1) * dim), matmul_params_per_token: mm + vocab * dim,
+                            layer_matmul_params: mm, head_params: vocab * dim, attn_per_key: 4 * dim * layers };
+  }
+  results.api = results.api.filter(Boolean);
+  return results;
+}
+
 // ---- main -------------------------------------------------------------------------------------------
 async function main() {
   if (process.argv[2] === '--api-child') return apiChild(process.argv[3], process.argv[4], process.argv[5] === 'quick');
   const args = parseArgs(process.argv.slice(2));
+  if (args.report) return console.log(report(fromRaw(JSON.parse(readFileSync(args.report, 'utf8')), args), args));
   const haveShared = existsSync(join(shared, 'anchors', 'run.sh'));
   if (args.anchor && !haveShared) log(`[bench] ${shared} not found: onnxruntime-web is not run`);
   const bin = await binaries(args);
