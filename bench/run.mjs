@@ -5,7 +5,7 @@
 //
 //   npm run bench [-- OPTIONS]
 //     --only kernels|models   run one of the two
-//     --quick                 passed to both (fewer repetitions, for iterating)
+//     --quick, --no-build     passed to both (fewer repetitions / use the binaries already built)
 //     every other option goes to bench/models.mjs (see `node bench/models.mjs --help`)
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -25,7 +25,8 @@ if (only && !['kernels', 'models'].includes(only)) {
   console.error(`bench: --only takes "kernels" or "models", got ${JSON.stringify(only)}`);
   process.exit(2);
 }
-const quick = rest.includes('--quick');
+// passed to both scripts (each also takes its own options; everything else goes to models.mjs)
+const shared = ['--quick', '--no-build'].filter((f) => rest.includes(f));
 
 function run(script, args) {
   console.log(`\n[bench] node ${join('bench', script)} ${args.join(' ')}`.trimEnd());
@@ -36,7 +37,7 @@ function run(script, args) {
 
 let status = 0;
 if (only !== 'models') {
-  if (existsSync(join(here, 'kernels.mjs'))) status |= run('kernels.mjs', quick ? ['--quick'] : []);
+  if (existsSync(join(here, 'kernels.mjs'))) status |= run('kernels.mjs', shared);
   else console.log('\n[bench] bench/kernels.mjs does not exist yet: kernel benchmarks skipped');
 }
 if (only !== 'kernels') status |= run('models.mjs', rest);
