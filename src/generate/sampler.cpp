@@ -53,22 +53,40 @@ int Sampler::sample(const float* logits, int vocab, const std::vector<int>& hist
     }
   }
   if (o_.temperature == 0.f) return argmax(work_.data(), vocab);
+  const float inv_t = 1.f / o_.temperature;
+  if (o_.top_k == 0 && o_.top_p >= 1.f) return sample_all(inv_t, vocab);
+  return sample_nucleus(inv_t, vocab);
+}
 
-  // Candidates sorted by logit (ties: lower id first), cut to top-k.
+// Plain temperature sampling: one pass over the vocabulary, no sorting.
+int Sampler::sample_all(float inv_t, int vocab) {
+  const float top = work_[argmax(work_.data(), vocab)];
+  double sum = 0;
+  for (int i = 0; i < vocab; ++i) sum += std::exp(double(work_[i] - top) * inv_t);
+  double r = double(rng_.uniform()) * sum;
+  int last = 0;
+  for (int i = 0; i < vocab; ++i) {
+    const double p = std::exp(double(work_[i] - top) * inv_t);
+    if (p > 0) last = i;
+    r -= p;
+    if (r < 0) return i;
+  }
+  return last;  // rounding left a sliver of r: the last token with any probability
+}
+
+// top-k and/or top-p: candidates sorted by logit (ties: lower id first), cut to k, then to the
+// smallest prefix whose probability reaches top_p.
+int Sampler::sample_nucleus(float inv_t, int vocab) {
   order_.resize(vocab);
   std::iota(order_.begin(), order_.end(), 0);
   const int k = o_.top_k > 0 && o_.top_k < vocab ? o_.top_k : vocab;
   auto better = [&](int a, int b) { return work_[a] > work_[b] || (work_[a] == work_[b] && a < b); };
   std::partial_sort(order_.begin(), order_.begin() + k, order_.end(), better);
   order_.resize(k);
-
-  // Softmax of logit / temperature over the candidates (max first, so exp ≤ 1).
-  const float inv_t = 1.f / o_.temperature;
   const float top = work_[order_[0]];
   std::vector<double> p(k);
   double sum = 0;
   for (int i = 0; i < k; ++i) sum += p[i] = std::exp(double(work_[order_[i]] - top) * inv_t);
-  // Nucleus: the smallest prefix whose probability reaches top_p.
   int keep = k;
   if (o_.top_p < 1.f) {
     double cum = 0;

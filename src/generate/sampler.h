@@ -38,6 +38,8 @@ class Sampler {
   int sample(const float* logits, int vocab, const std::vector<int>& history);
 
  private:
+  int sample_all(float inv_t, int vocab);
+  int sample_nucleus(float inv_t, int vocab);
   SamplingOptions o_;
   Pcg32 rng_;
   std::vector<float> work_;

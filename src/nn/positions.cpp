@@ -15,36 +15,42 @@ void sinusoidal_encoding(int pos, int d_model, float* out) {
   }
 }
 
-Rope::Rope(RopeStyle style, int head_dim, float base) : style_(style), head_dim_(head_dim), base_(base) {
+Rope::Rope(RopeStyle style, int head_dim, float base, int positions)
+    : style_(style), head_dim_(head_dim), base_(base), positions_(positions) {
   AL_CHECK(head_dim > 0 && head_dim % 2 == 0, "RoPE needs an even head dimension, got ", head_dim);
   AL_CHECK(base > 0, "RoPE base must be positive, got ", base);
+  AL_CHECK(positions > 0, "RoPE table needs at least one position, got ", positions);
+  const int half = head_dim_ / 2;
+  cos_.resize(size_t(positions) * half);
+  sin_.resize(size_t(positions) * half);
+  for (int p = 0; p < positions; ++p) angles(p, cos_.data() + size_t(p) * half, sin_.data() + size_t(p) * half);
 }
 
-void Rope::grow(int positions) const {
-  if (positions <= positions_) return;
-  int target = positions_ ? positions_ : 64;
-  while (target < positions) target *= 2;
-  const int half = head_dim_ / 2;
-  cos_.resize(size_t(target) * half);
-  sin_.resize(size_t(target) * half);
-  for (int p = positions_; p < target; ++p) {
-    for (int i = 0; i < half; ++i) {
-      // In float, exactly as llama2.c's run.c and Hugging Face's inv_freq compute it.
-      const float freq = 1.0f / std::pow(base_, float(2 * i) / float(head_dim_));
-      const float angle = float(p) * freq;
-      cos_[size_t(p) * half + i] = std::cos(angle);
-      sin_[size_t(p) * half + i] = std::sin(angle);
-    }
+void Rope::angles(int pos, float* cos, float* sin) const {
+  for (int i = 0; i < head_dim_ / 2; ++i) {
+    // In float, exactly as llama2.c's run.c and Hugging Face's inv_freq compute it.
+    const float freq = 1.0f / std::pow(base_, float(2 * i) / float(head_dim_));
+    const float angle = float(pos) * freq;
+    cos[i] = std::cos(angle);
+    sin[i] = std::sin(angle);
   }
-  positions_ = target;
 }
 
 void Rope::apply(float* x, int n_heads, int pos) const {
   AL_CHECK(pos >= 0, "RoPE position ", pos, " is negative");
-  grow(pos + 1);
   const int half = head_dim_ / 2;
-  const float* c = cos_.data() + size_t(pos) * half;
-  const float* s = sin_.data() + size_t(pos) * half;
+  const float* c;
+  const float* s;
+  std::vector<float> local;
+  if (pos < positions_) {
+    c = cos_.data() + size_t(pos) * half;
+    s = sin_.data() + size_t(pos) * half;
+  } else {
+    local.resize(2 * size_t(half));
+    angles(pos, local.data(), local.data() + half);
+    c = local.data();
+    s = local.data() + half;
+  }
   if (style_ == RopeStyle::Adjacent) kernels::rope_adjacent(x, c, s, n_heads, head_dim_);
   else kernels::rope_half(x, c, s, n_heads, head_dim_);
 }

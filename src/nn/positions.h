@@ -19,22 +19,24 @@ enum class RopeStyle {
   Half,      // pairs (i, i + head_dim/2): Hugging Face Llama / GPT-NeoX "rotate_half"
 };
 
-// cos/sin of every pair's angle for each position, computed once and reused by every layer.
+// cos/sin of every pair's angle for positions 0 … positions−1, computed once at construction and
+// shared by every layer and session (read-only afterwards, so sessions may run on several threads).
 class Rope {
  public:
-  Rope(RopeStyle style, int head_dim, float base = 10000.f);
-  // Rotates x[n_heads, head_dim] in place as the vector at position `pos`.
+  Rope(RopeStyle style, int head_dim, float base = 10000.f, int positions = 2048);
+  // Rotates x[n_heads, head_dim] in place as the vector at position `pos` (positions past the table
+  // are computed on the spot).
   void apply(float* x, int n_heads, int pos) const;
   RopeStyle style() const { return style_; }
   int head_dim() const { return head_dim_; }
 
  private:
-  void grow(int positions) const;
+  void angles(int pos, float* cos, float* sin) const;
   RopeStyle style_;
   int head_dim_;
   float base_;
-  mutable std::vector<float> cos_, sin_;  // [positions][head_dim/2]
-  mutable int positions_ = 0;
+  int positions_;
+  std::vector<float> cos_, sin_;  // [positions][head_dim/2]
 };
 
 // ---- additive position biases ---------------------------------------------------------------

@@ -102,7 +102,7 @@ test('same seed, same text; flags reach the sampler', { skip: noShared }, async 
   const b = await gen('--seed', '42', '--temperature', '1');
   assert.deepEqual(a.tokens, b.tokens);
   // The C++ test records these tokens natively and checks them in wasm too (test_runtime.cpp).
-  assert.deepEqual(a.tokens.slice(5, 13), [432, 383, 286, 261, 262, 423, 388, 268]);
+  assert.deepEqual(a.tokens.slice(5, 13), [432, 383, 286, 261, 376, 298, 315, 421]);
   const greedy = await gen('--temperature', '0');
   assert.deepEqual((await gen('--seed', '9', '--top-k', '1')).tokens, greedy.tokens);
   const stopped = await gen('--temperature', '0', '--stop', 'Lily');
