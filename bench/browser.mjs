@@ -14,7 +14,8 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { browserUnavailable, launchBrowser, startServer } = await import('../tests/e2e/helpers.mjs');
 
-const why = (await browserUnavailable()) ?? (existsSync(join(root, 'dist/wasm/attnlens.wasm')) ? null : 'dist/wasm is not built');
+if (!existsSync(join(root, 'dist/wasm/attnlens.wasm'))) (await import('../tools/build.mjs')).buildWasm(['attnlens_wasm']);
+const why = await browserUnavailable();
 if (why) {
   console.log(`browser benchmark skipped: ${why}`);
   process.exit(0);
