@@ -12,18 +12,11 @@
 
 namespace k = attnlens::kernels;
 using testutil::max_abs_diff;
+using testutil::randn;
 
 namespace {
 
 const int kSizes[] = {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 127, 257, 288, 769};
-
-std::vector<float> randn(size_t n, uint32_t seed, float sd = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 // Relative tolerance for a sum of n products of unit-variance values.
 double dot_tol(int n) { return 2e-6 * std::sqrt(double(n)) * 4 + 1e-6; }

@@ -15,16 +15,9 @@
 using namespace attnlens;
 using namespace attnlens::nn;
 using testutil::max_abs_diff;
+using testutil::randn;
 
 namespace {
-
-std::vector<float> randn(size_t n, uint32_t seed, float sd = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 Linear make_linear(std::vector<std::vector<float>>& store, int out, int in, uint32_t seed, bool bias = true) {
   store.push_back(randn(size_t(out) * in, seed, 1.f / std::sqrt(float(in))));

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -52,6 +53,15 @@ inline double max_abs_diff(const float* a, const float* b, size_t n) {
   }
   return m;
 }
+// n normally distributed floats (mean 0, standard deviation sd), reproducible from the seed.
+inline std::vector<float> randn(size_t n, uint32_t seed, float sd = 1.f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.f, sd);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
 inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   REQUIRE(a.size() == b.size());
   return max_abs_diff(a.data(), b.data(), a.size());
