@@ -2,7 +2,9 @@
 //   stories260K (llama2.c, ../shared)  — loading from every kind of source, tokenize, forward with
 //   attention, generate, stream; kjv-gpt2 and date-normalizer (models/) when they are there.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { Attentions, FetchError, Model, engineInfo, loadModel } from '../../web/src/index.mjs';
@@ -10,6 +12,36 @@ import { dates, kjv, noDates, noKjv, noStories, reportSkips, stories } from './f
 import { serve } from './fixtures/server.mjs';
 
 reportSkips(noStories, noKjv, noDates);
+
+// Splits a .safetensors file into `n` shards plus model.safetensors.index.json in `dir`, the way
+// Hugging Face's save_pretrained(max_shard_size=…) lays them out.
+function writeShards(bytes, dir, n) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const headerLen = Number(view.getBigUint64(0, true));
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLen)));
+  const data = bytes.subarray(8 + headerLen);
+  const names = Object.keys(header).filter((k) => k !== '__metadata__');
+  const weightMap = {};
+  for (let s = 0; s < n; s++) {
+    const file = `model-${String(s + 1).padStart(5, '0')}-of-${String(n).padStart(5, '0')}.safetensors`;
+    const mine = names.filter((_, i) => i % n === s);
+    const h = {};
+    const parts = [];
+    let at = 0;
+    for (const name of mine) {
+      const [b, e] = header[name].data_offsets;
+      h[name] = { ...header[name], data_offsets: [at, at + e - b] };
+      parts.push(data.subarray(b, e));
+      at += e - b;
+      weightMap[name] = file;
+    }
+    const json = Buffer.from(JSON.stringify(h));
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(json.length));
+    writeFileSync(join(dir, file), Buffer.concat([len, json, ...parts]));
+  }
+  writeFileSync(join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
+}
 
 const close = (a, b, tol = 1e-5) => assert.ok(Math.abs(a - b) <= tol, `${a} ≉ ${b}`);
 const argmax = (a) => a.reduce((best, v, i) => (v > a[best] ? i : best), 0);
@@ -345,6 +377,37 @@ describe('kjv-gpt2 (GPT-2, Hugging Face folder)', { skip: noKjv }, () => {
     }
     const files = readFileSync(`${kjv.dir}/model.safetensors`).length;
     assert.ok(model.info.fileBytes >= files);
+  });
+
+  test('a folder URL asks only for files it needs: no shard index next to model.safetensors', () => {
+    const asked = server.requests.filter((q) => q.path.startsWith('/models/kjv-gpt2/')).map((q) => q.path);
+    assert.ok(asked.includes('/models/kjv-gpt2/model.safetensors'), asked.join(' '));
+    assert.ok(!asked.some((p) => p.endsWith('.index.json')), `asked for a shard index: ${asked.join(' ')}`);
+  });
+
+  test('a sharded folder URL (model.safetensors.index.json + shards) loads the same model', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'attnlens-shards-'));
+    const shardServer = await serve({ '/sharded/': dir });
+    try {
+      writeShards(readFileSync(`${kjv.dir}/model.safetensors`), dir, 3);
+      for (const f of ['config.json', 'tokenizer.json', 'generation_config.json']) copyFileSync(join(kjv.dir, f), join(dir, f));
+      const sharded = await loadModel(shardServer.url('/sharded/'));
+      try {
+        assert.equal(sharded.info.params, model.info.params);
+        assert.ok(model.info.params > 1e6);
+        const names = sharded.info.files.map((f) => f.name).sort();
+        assert.ok(names.includes('model-00003-of-00003.safetensors'), names.join(' '));
+        const { ids } = await model.tokenize('And God said');
+        const a = await model.forward(ids);
+        const b = await sharded.forward(ids);
+        assert.deepEqual(b.logits, a.logits);
+      } finally {
+        await sharded.dispose();
+      }
+    } finally {
+      await shardServer.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('forward and stream with attention', async () => {

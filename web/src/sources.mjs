@@ -170,11 +170,15 @@ async function exists(url, signal, store) {
 async function folderUrls(folder, { signal, cache }) {
   const store = await openCache(cache);
   const at = (f) => new URL(f, folder).href;
-  // Which files the folder has, asked all at once.
-  const names = ['model.safetensors', 'model.safetensors.index.json', 'tokenizer.json', 'generation_config.json'];
+  // Which files the folder has, asked all at once; the shard index only when there is no single
+  // weights file (each missing file costs a 404, which browsers print in the console).
+  const names = ['model.safetensors', 'tokenizer.json', 'generation_config.json'];
   const has = Object.fromEntries(
     await Promise.all(names.map(async (n) => [n, await exists(at(n), signal, store)])),
   );
+  if (!has['model.safetensors']) {
+    has['model.safetensors.index.json'] = await exists(at('model.safetensors.index.json'), signal, store);
+  }
   const urls = [at('config.json')];
   if (has['model.safetensors']) {
     urls.push(at('model.safetensors'));
