@@ -70,11 +70,13 @@ async function readBody(response, signal, onChunk) {
   let out = new Uint8Array(bodySize(response));
   let size = 0;
   for (;;) {
+    const { done, value } = signal?.aborted ? {} : await reader.read();
+    // Checked after the read too: a chunk that arrives once the caller has aborted (another file's
+    // progress callback may have done it) is dropped, so no progress event follows an abort.
     if (signal?.aborted) {
       await reader.cancel().catch(() => {});
       throw abortError(signal);
     }
-    const { done, value } = await reader.read();
     if (done) break;
     if (size + value.length > out.length) {  // no or wrong Content-Length: grow geometrically
       const bigger = new Uint8Array(Math.max(out.length * 2, size + value.length, 1 << 16));

@@ -386,7 +386,7 @@ export async function loadModelInWorker(source, options = {}) {
     for (const key of ['cache', 'quantize', 'contextLength']) if (options[key] !== undefined) sent[key] = options[key];
     const { id, promise } = channel.request(
       { op: 'load', source: prepared.source, options: sent },
-      { transfer: prepared.transfer, onEvent: (m) => { if (m.type === 'progress') onProgress?.(m.value); } },
+      { transfer: prepared.transfer, onEvent: (m) => { if (m.type === 'progress' && !signal?.aborted) onProgress?.(m.value); } },  // none after an abort
     );
     abort = () => { try { channel.post({ op: 'abort', id }); } catch {} };
     signal?.addEventListener('abort', abort, { once: true });
