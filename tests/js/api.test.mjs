@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { Attentions, FetchError, Model, engineInfo, loadModel } from '../../web/src/index.mjs';
-import { dates, kjv, noDates, noKjv, noStories, reportSkips, stories } from './fixtures/models.mjs';
+import { dates, kjv, noDates, noKjv, noSmall, noStories, reportSkips, small, stories } from './fixtures/models.mjs';
 import { serve } from './fixtures/server.mjs';
 
 reportSkips(noStories, noKjv, noDates);
@@ -321,9 +321,9 @@ describe('stories260K (llama2.c)', { skip: noStories }, () => {
   });
 });
 
-test('dispose(): frees the memory; every later use throws; a second dispose is harmless', { skip: noStories }, async () => {
+test('dispose(): frees the memory; every later use throws; a second dispose is harmless', { skip: noSmall }, async () => {
   const before = (await engineInfo()).allocatedBytes;
-  const m = await loadModel(stories.paths);
+  const m = await loadModel(small.paths);
   assert.ok((await engineInfo()).allocatedBytes > before + 1_000_000);
   await m.dispose();
   assert.equal(m.disposed, true);
@@ -339,14 +339,14 @@ test('dispose(): frees the memory; every later use throws; a second dispose is h
   assert.throws(() => m.memory(), disposed);
 });
 
-test('dispose() while calls wait: they reject; a running generation ends as "aborted"', { skip: noStories }, async () => {
-  const m = await loadModel(stories.paths);
+test('dispose() while calls wait: they reject; a running generation ends as "aborted"', { skip: noSmall }, async () => {
+  const m = await loadModel(small.paths);
   let n = 0;
-  const running = m.generate('Once', { maxNewTokens: 400, temperature: 0, onToken: () => { if (++n === 5) m.dispose(); } });
+  const running = m.generate(small.prompt, { maxNewTokens: 400, temperature: 0, onToken: () => { if (++n === 5) m.dispose(); } });
   const waiting = m.tokenize('queued');
   const r = await running;
   assert.equal(r.finishReason, 'aborted');
-  assert.equal(r.tokens.length, 2 + 5);
+  assert.equal(r.tokens.length, r.promptTokens + 5);
   await assert.rejects(waiting, /disposed/);
 });
 

@@ -6,17 +6,25 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { FetchError, engineInfo, loadModel } from '../../web/src/index.mjs';
 import { join } from 'node:path';
-import { kjv, noKjv, noStories, reportSkips, root, stories } from './fixtures/models.mjs';
+import { kjv, noKjv, noSmall, reportSkips, root, small } from './fixtures/models.mjs';
 import { serve } from './fixtures/server.mjs';
 
-reportSkips(noStories, noKjv);
+reportSkips(noSmall, noKjv);
+console.log(`model: ${small.name}`);
+
+const re = (s) => new RegExp(s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));  // a literal string as a RegExp
+// The small model's weights file and the files that complete it (stories260K: tok512.bin; kjv-gpt2: config.json, tokenizer.json).
+const weightsName = small.files.find((f) => f.endsWith('.bin') || f.endsWith('.safetensors'));
+const weights = () => readFileSync(join(small.dir, weightsName));
+const rest = () => small.buffers().filter((f) => f.name !== weightsName);
+const noTokenizer = () => small.buffers().filter((f) => f.name !== 'tokenizer.json' && f.name !== 'tok512.bin');
 
 const allocated = async () => (await engineInfo()).allocatedBytes;
 
 describe('loadModel', () => {
   let server;
   before(async () => {
-    server = await serve({ '/m/': stories.dir, ...(noKjv ? {} : { '/kjv/': kjv.dir }) });
+    server = await serve({ '/m/': small.dir, ...(noKjv ? {} : { '/kjv/': kjv.dir }) });
   });
   after(() => server.close());
 
@@ -44,9 +52,9 @@ describe('loadModel', () => {
   test('a URL that answers 404 rejects with a FetchError carrying the status and the URL', async () => {
     const url = server.url('/m/missing.bin');
     await assert.rejects(loadModel(url), (e) => e instanceof FetchError && e.status === 404 && e.url === url && /404/.test(e.message));
-    await assert.rejects(loadModel([server.url('/m/stories260K.bin'), server.url('/nope/tok512.bin')]), (e) => e.status === 404);
+    await assert.rejects(loadModel([server.url(`/m/${small.files[0]}`), server.url(`/nope/${small.files[1]}`)]), (e) => e.status === 404);
     // A folder URL without model.safetensors(.index.json)
-    await assert.rejects(loadModel(server.url('/m/')), (e) => e instanceof FetchError && e.status === 404 && /model\.safetensors/.test(e.message));
+    await assert.rejects(loadModel(server.url('/empty/')), (e) => e instanceof FetchError && e.status === 404 && /model\.safetensors/.test(e.message));
   });
 
   test('an unreachable server rejects naming the URL', async () => {
@@ -62,8 +70,8 @@ describe('loadModel', () => {
     await assert.rejects(loadModel(join(root, 'web')), /holds no model files/);
   });
 
-  test('files that are not models reject with an error naming the file and the problem', { skip: noStories }, async () => {
-    const bin = readFileSync(stories.bin);
+  test('files that are not models reject with an error naming the file and the problem', { skip: noSmall }, async () => {
+    const bin = weights();
     const random = new Uint8Array(4096).map((_, i) => (i * 2654435761) >>> 24);
     const cases = [
       [[random], /file0: not a model file/],
@@ -71,7 +79,8 @@ describe('loadModel', () => {
       [[{ name: 'model.gguf', data: new TextEncoder().encode('GGUF\x03\x00\x00\x00garbage') }], /model\.gguf/],
       [[{ name: 'model.safetensors', data: new Uint8Array([8, 0, 0, 0, 0, 0, 0, 0, 123, 34, 120, 34, 58, 125, 0, 0]) }], /safetensors/],
       [[{ name: 'config.json', data: new TextEncoder().encode('{"model_type": "gpt2", ') }], /config\.json/],
-      [[{ name: 'stories260K.bin', data: bin.subarray(0, 1000) }, readFileSync(stories.tok)], /stories260K\.bin/],
+      [[{ name: weightsName, data: bin.subarray(0, 1000) }, ...rest()], re(weightsName)],  // truncated
+      [[{ name: weightsName, data: bin.subarray(0, bin.length - 1000) }, ...rest()], re(weightsName)],
     ];
     for (const [source, message] of cases) {
       const err = await loadModel(source).then(() => null, (e) => e);
@@ -80,11 +89,12 @@ describe('loadModel', () => {
     }
   });
 
-  test('a model without a tokenizer: ids work, text rejects with a clear message', { skip: noStories }, async () => {
-    const m = await loadModel(readFileSync(stories.bin));
+  test('a model without a tokenizer: ids work, text rejects with a clear message', { skip: noSmall }, async () => {
+    const m = await loadModel(noTokenizer());
     try {
       const out = await m.forward([1, 403, 407]);
-      assert.deepEqual(out.shape, [3, 512]);
+      assert.deepEqual(out.shape, [3, m.info.vocabSize]);
+      assert.equal(m.info.tokenizer, null);
       await assert.rejects(m.tokenize('Once'), /tokenizer/i);
       await assert.rejects(m.generate('Once'), /tokenizer/i);
       await assert.rejects(m.detokenize([403]), /tokenizer/i);
@@ -93,23 +103,28 @@ describe('loadModel', () => {
     }
   });
 
-  test('failed loads leave no memory behind', { skip: noStories }, async () => {
-    const bin = readFileSync(stories.bin);
-    const tok = readFileSync(stories.tok);
-    await loadModel([bin.subarray(0, 5000), tok]).catch(() => {});  // warm up whatever is allocated once
+  test('failed loads leave no memory behind', { skip: noSmall }, async () => {
+    const bin = weights();
+    const named = (data) => [{ name: weightsName, data }, ...rest()];
+    await loadModel(named(bin.subarray(0, 5000))).catch(() => {});  // warm up whatever is allocated once
     const base = await allocated();
     for (let i = 0; i < 50; i++) {
       await loadModel([new Uint8Array(3000).fill(i)]).catch(() => {});
-      await loadModel([bin.subarray(0, 5000 + i * 1000), tok]).catch(() => {});
+      await loadModel(named(bin.subarray(0, 5000 + i * 1000))).catch(() => {});
+      await loadModel(named(bin.subarray(0, bin.length - 1 - i))).catch(() => {});
       await loadModel([{ name: 'config.json', data: new TextEncoder().encode('{"x":') }]).catch(() => {});
     }
     assert.equal(await allocated(), base);
   });
 });
 
-describe('model methods', { skip: noStories }, () => {
+describe('model methods', { skip: noSmall }, () => {
   let model;
-  before(async () => { model = await loadModel(stories.paths); });
+  let V, L, H, C;  // vocabulary, layers, heads, context length
+  before(async () => {
+    model = await loadModel(small.paths);
+    ({ vocabSize: V, layers: L, heads: H, contextLength: C } = model.info);
+  });
   after(() => model?.dispose());
 
   test('wrong arguments: TypeError / RangeError naming the argument, thrown before the engine runs', async () => {
@@ -119,22 +134,22 @@ describe('model methods', { skip: noStories }, () => {
       [() => model.tokenize('x', 'y'), TypeError, /tokenize: options must be an object/],
       [() => model.detokenize('abc'), TypeError, /ids must be an array of token ids/],
       [() => model.detokenize([1.5]), TypeError, /ids\[0\] must be an integer/],
-      [() => model.detokenize([1, 512]), RangeError, /ids\[1\] = 512 is out of range \[0, 512\)/],
+      [() => model.detokenize([1, V]), RangeError, re(`ids[1] = ${V} is out of range [0, ${V})`)],
       [() => model.detokenize([-1]), RangeError, /ids\[0\] = -1/],
       [() => model.pieces(null), TypeError, /ids must be an array/],
       [() => model.forward([]), RangeError, /ids is empty/],
       [() => model.forward('Once'), TypeError, /ids must be an array of token ids, got string/],
       [() => model.forward(new Float32Array([1, 2])), TypeError, /ids must be an array/],
       [() => model.forward([1, 2], { attentions: 'yes' }), TypeError, /attentions must be true, false or \{ layers, heads \}/],
-      [() => model.forward([1, 2], { attentions: { layers: [5] } }), RangeError, /attentions.layers: layer 5 is out of range \[0, 5\)/],
-      [() => model.forward([1, 2], { attentions: { heads: [8] } }), RangeError, /attentions.heads: head 8 is out of range \[0, 8\)/],
+      [() => model.forward([1, 2], { attentions: { layers: [L] } }), RangeError, re(`attentions.layers: layer ${L} is out of range [0, ${L})`)],
+      [() => model.forward([1, 2], { attentions: { heads: [H] } }), RangeError, re(`attentions.heads: head ${H} is out of range [0, ${H})`)],
       [() => model.forward([1, 2], { attentions: { layers: [-1] } }), TypeError, /attentions.layers must be an array of non-negative integers/],
       [() => model.generate(''), RangeError, /prompt is empty/],
       [() => model.generate(), TypeError, /prompt must be a string or an array of token ids, got undefined/],
       [() => model.generate(null), TypeError, /got null/],
       [() => model.generate({ text: 'x' }), TypeError, /prompt must be/],
       [() => model.generate([]), RangeError, /prompt is empty/],
-      [() => model.generate([1, 600]), RangeError, /prompt\[1\] = 600 is out of range/],
+      [() => model.generate([1, V + 88]), RangeError, re(`prompt[1] = ${V + 88} is out of range`)],
       [() => model.generate('x', 'hot'), TypeError, /options must be an object/],
       [() => model.generate('x', { temperature: -0.1 }), RangeError, /temperature must be ≥ 0, got -0.1/],
       [() => model.generate('x', { temperature: 'hot' }), TypeError, /temperature must be a number, got string/],
@@ -157,34 +172,35 @@ describe('model methods', { skip: noStories }, () => {
     // stream() checks at once: it throws synchronously.
     assert.throws(() => model.stream(''), RangeError);
     assert.throws(() => model.stream('x', { topP: 2 }), /topP/);
-    assert.throws(() => model.stream('x', { attentions: { layers: [9] } }), /layer 9/);
+    assert.throws(() => model.stream('x', { attentions: { layers: [L + 4] } }), re(`layer ${L + 4}`));
   });
 
   test('engine errors (context overflow, a prompt too long) reject with the engine message; the model keeps working', async () => {
-    await assert.rejects(model.forward(Array(600).fill(5)), /context overflow.*600.*512/);
-    await assert.rejects(model.generate(Array(513).fill(5)), /513 tokens, more than the context length of 512/);
-    const long = 'Once upon a time '.repeat(200);
+    await assert.rejects(model.forward(Array(C + 88).fill(5)), new RegExp(`context overflow.*${C + 88}.*${C}`));
+    await assert.rejects(model.generate(Array(C + 1).fill(5)), re(`${C + 1} tokens, more than the context length of ${C}`));
+    const long = `${small.prompt} `.repeat(200);
     await assert.rejects(model.generate(long), /context length/);
-    const g = await model.generate('Once upon a time', { maxNewTokens: 5, temperature: 0 });
-    assert.equal(g.text, ', there was a little');
-    const small = await loadModel(stories.paths, { contextLength: 16 });
+    const g = await model.generate(small.prompt, { maxNewTokens: 5, temperature: 0 });
+    assert.equal(g.tokens.length, g.promptTokens + 5);
+    if (small.name === 'stories260K') assert.equal(g.text, ', there was a little');
+    const short = await loadModel(small.paths, { contextLength: 16 });
     try {
-      const full = await small.generate('Once upon a time', { maxNewTokens: 100, temperature: 0 });
+      const full = await short.generate(small.prompt, { maxNewTokens: 100, temperature: 0 });
       assert.equal(full.finishReason, 'context');
       assert.equal(full.tokens.length, 17);  // 16 positions fed, then the last token sampled
-      await assert.rejects(small.forward(Array(17).fill(5)), /context length of 16/);
+      await assert.rejects(short.forward(Array(17).fill(5)), /context length of 16/);
     } finally {
-      await small.dispose();
+      await short.dispose();
     }
   });
 
   test('failing calls leak nothing', async () => {
     const run = async () => {
-      await model.forward(Array(600).fill(5)).catch(() => {});
-      await model.generate(Array(513).fill(5)).catch(() => {});
+      await model.forward(Array(C + 88).fill(5)).catch(() => {});
+      await model.generate(Array(C + 1).fill(5)).catch(() => {});
       await model.generate('x', { topP: 3 }).catch(() => {});
       await model.detokenize([1, 9999]).catch(() => {});
-      await model.tokenize('Once upon a time');
+      await model.tokenize(small.prompt);
     };
     await run();
     const base = await allocated();

@@ -6,10 +6,12 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { loadModel } from '../../web/src/index.mjs';
-import { kjv, noKjv, noStories, reportSkips, stories } from './fixtures/models.mjs';
+import { kjv, noKjv, noSmall, reportSkips, small } from './fixtures/models.mjs';
 import { serve } from './fixtures/server.mjs';
 
-reportSkips(noStories, noKjv);
+reportSkips(noSmall, noKjv);
+console.log(`model: ${small.name}`);
+const urls = (server) => small.files.map((f) => server.url(`/m/${f}`));
 
 const size = (p) => statSync(p).size;
 
@@ -31,25 +33,25 @@ function checkMonotonic(events, expectedBytes, total) {
   }
 }
 
-test('http with Content-Length: monotonic loaded, total the sum of both files, many events', { skip: noStories }, async () => {
-  const server = await serve({ '/m/': stories.dir }, { chunkSize: 32768, chunkDelayMs: 1 });
+test('http with Content-Length: monotonic loaded, total the sum of all files, many events', { skip: noSmall }, async () => {
+  const server = await serve({ '/m/': small.dir }, { chunkSize: 32768, chunkDelayMs: 1 });
   try {
-    const bytes = size(stories.bin) + size(stories.tok);
-    const events = await load([server.url('/m/stories260K.bin'), server.url('/m/tok512.bin')]);
+    const bytes = small.bytes;
+    const events = await load(urls(server));
     checkMonotonic(events, bytes, bytes);
     assert.ok(events.length >= 10, `${events.length} events`);
-    assert.deepEqual([...new Set(events.map((e) => e.file))], ['stories260K.bin', 'tok512.bin']);
+    assert.deepEqual([...new Set(events.map((e) => e.file))].sort(), [...small.files].sort());
   } finally {
     await server.close();
   }
 });
 
-test('http without Content-Length, and gzip-encoded: total undefined, loaded still exact', { skip: noStories }, async () => {
-  const bytes = size(stories.bin) + size(stories.tok);
+test('http without Content-Length, and gzip-encoded: total undefined, loaded still exact', { skip: noSmall }, async () => {
+  const bytes = small.bytes;
   for (const options of [{ contentLength: false }, { gzip: true }]) {
-    const server = await serve({ '/m/': stories.dir }, options);
+    const server = await serve({ '/m/': small.dir }, options);
     try {
-      const events = await load([server.url('/m/stories260K.bin'), server.url('/m/tok512.bin')]);
+      const events = await load(urls(server));
       checkMonotonic(events, bytes, undefined);
     } finally {
       await server.close();
@@ -69,9 +71,9 @@ test('a Hugging Face folder URL: one progress stream over its files', { skip: no
   }
 });
 
-test('paths, buffers and Blobs report progress too', { skip: noStories }, async () => {
-  const bytes = size(stories.bin) + size(stories.tok);
-  checkMonotonic(await load(stories.paths), bytes, bytes);
-  checkMonotonic(await load(stories.buffers()), bytes, bytes);
-  checkMonotonic(await load(stories.buffers().map((b) => new Blob([b]))), bytes, bytes);
+test('paths, buffers and Blobs report progress too', { skip: noSmall }, async () => {
+  const bytes = small.bytes;
+  checkMonotonic(await load(small.paths), bytes, bytes);
+  checkMonotonic(await load(small.buffers()), bytes, bytes);
+  checkMonotonic(await load(small.buffers().map((b) => new File([b.data], b.name))), bytes, bytes);
 });
