@@ -270,6 +270,8 @@ function showStats(run) {
   stats.dataset.generated = run ? String(s.generated) : '';
 }
 
+const liveStats = { run: null, render() { if (this.run && this.run === state.run) showStats(this.run); } };
+
 // Long tasks (> 50 ms) on the main thread during generation, shown under the stats.
 const longTasks = [];
 const observingLongTasks = !!PerformanceObserver.supportedEntryTypes?.includes('longtask');
@@ -302,7 +304,10 @@ async function onGenerate() {
     onUpdate: (r, what) => {
       if (what === 'start') state.set({ run: r, query: state.pinned ? state.query : null });
       else state.emit(['rows']);
-      showStats(r);
+      // the live rates are redrawn with the views (a few times a second), not at every token
+      liveStats.run = r;
+      if (what === 'start') invalidate(liveStats);
+      else invalidateSoon(liveStats);
     },
   });
   const during = longTasks.filter((t) => t.startTime >= t0);
