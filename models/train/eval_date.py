@@ -12,7 +12,7 @@ import torch
 import date_data
 from common import MODELS_DIR, safetensors_io, setup_torch
 from seq2seq import Seq2Seq
-from train_date import BOS, EOS, PAD, batch_tensors, date_tokenizer
+from train_date import EOS, batch_tensors, batched_greedy, date_tokenizer
 
 
 def main():
@@ -34,14 +34,7 @@ def main():
     for k in range(0, len(samples), 250):
         chunk = samples[k:k + 250]
         src, tgt = batch_tensors(tok, chunk)
-        pad = src == PAD
-        mem = model.encoder(model.embed_pos(src), src_key_padding_mask=pad)
-        out = torch.full((len(chunk), 1), BOS, dtype=torch.long)
-        for _ in range(11):
-            T = out.shape[1]
-            causal = torch.triu(torch.full((T, T), float("-inf")), diagonal=1)
-            h = model.decoder(model.embed_pos(out), mem, tgt_mask=causal, memory_key_padding_mask=pad)
-            out = torch.cat([out, (h[:, -1] @ model.embed.weight.t()).argmax(-1)[:, None]], 1)
+        out = batched_greedy(model, src)
         for s, o in zip(chunk, out.tolist()):
             good = o[1:] == tok.encode(s["target"]) + [EOS]
             ok += good

@@ -76,21 +76,27 @@ def exact_match(model, tok, samples):
 
 
 @torch.no_grad()
+def batched_greedy(model, src, steps=11):
+    """Greedy decoding of a padded batch of sources [B, S]: [B, 1 + steps] ids, <s> first."""
+    pad = src == PAD
+    mem = model.encoder(model.embed_pos(src), src_key_padding_mask=pad)
+    out = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
+    for _ in range(steps):
+        T = out.shape[1]
+        causal = torch.triu(torch.full((T, T), float("-inf")), diagonal=1)
+        h = model.decoder(model.embed_pos(out), mem, tgt_mask=causal, memory_key_padding_mask=pad)
+        out = torch.cat([out, (h[:, -1] @ model.embed.weight.t()).argmax(-1)[:, None]], 1)
+    return out
+
+
+@torch.no_grad()
 def batched_exact_match(model, tok, samples, bs=250):
     model.eval()
     ok = 0
     for k in range(0, len(samples), bs):
         chunk = samples[k:k + bs]
         src, tgt = batch_tensors(tok, chunk)
-        pad = src == PAD
-        mem = model.encoder(model.embed_pos(src), src_key_padding_mask=pad)
-        out = torch.full((len(chunk), 1), BOS, dtype=torch.long)
-        for _ in range(11):
-            T = out.shape[1]
-            causal = torch.triu(torch.full((T, T), float("-inf")), diagonal=1)
-            h = model.decoder(model.embed_pos(out), mem, tgt_mask=causal, memory_key_padding_mask=pad)
-            nxt = (h[:, -1] @ model.embed.weight.t()).argmax(-1)
-            out = torch.cat([out, nxt[:, None]], 1)
+        out = batched_greedy(model, src)
         ok += int((out == tgt[:, :12]).all(1).sum()) if tgt.shape[1] == 12 else 0
     model.train()
     return ok / len(samples)
