@@ -47,6 +47,7 @@ void gelu_erf(float* x, int n) noexcept;   // 0.5·x·(1 + erf(x/√2))
 void silu(float* x, int n) noexcept;       // x·σ(x)
 void relu(float* x, int n) noexcept;
 void swiglu(float* gate, const float* up, int n) noexcept;  // gate = silu(gate) · up
+void mul(float* y, const float* x, int n) noexcept;         // y *= x   (gated FFNs: act(gate) · up)
 void add(float* y, const float* x, int n) noexcept;         // y += x   (residual)
 void axpy(float a, const float* x, float* y, int n) noexcept;  // y += a·x  (attention's weighted sum)
 void scale(float* x, float s, int n) noexcept;              // x *= s
@@ -81,6 +82,7 @@ void gelu_erf(float* x, int n) noexcept;
 void silu(float* x, int n) noexcept;
 void relu(float* x, int n) noexcept;
 void swiglu(float* gate, const float* up, int n) noexcept;
+void mul(float* y, const float* x, int n) noexcept;
 void add(float* y, const float* x, int n) noexcept;
 void axpy(float a, const float* x, float* y, int n) noexcept;
 void scale(float* x, float s, int n) noexcept;

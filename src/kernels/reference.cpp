@@ -138,6 +138,10 @@ void swiglu(float* gate, const float* up, int n) noexcept {
   for (int i = 0; i < n; ++i) gate[i] *= up[i];
 }
 
+void mul(float* y, const float* x, int n) noexcept {
+  for (int i = 0; i < n; ++i) y[i] *= x[i];
+}
+
 void add(float* y, const float* x, int n) noexcept {
   for (int i = 0; i < n; ++i) y[i] += x[i];
 }

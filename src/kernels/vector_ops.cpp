@@ -153,6 +153,12 @@ void swiglu(float* gate, const float* up, int n) noexcept {
   for (; i < n; ++i) gate[i] = gate[i] / (1.f + std::exp(-gate[i])) * up[i];
 }
 
+void mul(float* y, const float* x, int n) noexcept {
+  int i = 0;
+  for (; i + W <= n; i += W) store(y + i, load(y + i) * load(x + i));
+  for (; i < n; ++i) y[i] *= x[i];
+}
+
 void add(float* y, const float* x, int n) noexcept {
   int i = 0;
   for (; i + W <= n; i += W) store(y + i, load(y + i) + load(x + i));

@@ -97,6 +97,8 @@ bool score_row(const float* qh, const float* k, int kv_stride, int head_dim, int
 
 }  // namespace
 
+float AttentionShape::score_scale() const { return scale != 0.f ? scale : 1.0f / std::sqrt(float(head_dim)); }
+
 void scaled_dot_product_attention(const float* q, int q_stride, const float* k, const float* v, int kv_stride, int n,
                                   int m, const AttentionShape& shape, const AttentionMask& mask, float* out,
                                   int out_stride, float* weights, const unsigned char* head_mask) {
@@ -111,7 +113,7 @@ void scaled_dot_product_attention(const float* q, int q_stride, const float* k, 
            " heads, expected 1 or ", shape.n_heads);
   const int hd = shape.head_dim;
   const int group = shape.n_heads / shape.n_kv_heads;
-  const float scale = 1.0f / std::sqrt(float(hd));
+  const float scale = shape.score_scale();
 
   thread_local std::vector<float> scratch;
   if (scratch.size() < size_t(m) + 1) scratch.resize(size_t(m) + 1);

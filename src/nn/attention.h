@@ -17,6 +17,8 @@ struct AttentionShape {
   int n_heads = 1;
   int n_kv_heads = 1;  // divides n_heads; == n_heads for plain multi-head attention
   int head_dim = 1;    // d_k = d_v
+  float scale = 0.f;   // multiplies Q·Kᵀ: 0 means the usual 1/√d_k; T5 uses 1 (its scaling is in the weights)
+  float score_scale() const;
 };
 
 struct AttentionMask {

@@ -41,7 +41,12 @@ void feed_forward(const FeedForward& f, const float* x, int n, float* out, Arena
   if (f.gated()) {
     float* g = arena.alloc(size_t(n) * hidden);
     linear(f.gate, x, n, g);
-    kernels::swiglu(g, h, n * hidden);  // g = silu(g) ⊙ h
+    if (f.act == Activation::SiLU) {
+      kernels::swiglu(g, h, n * hidden);  // g = silu(g) ⊙ h
+    } else {
+      activate(f.act, g, n * hidden);
+      kernels::mul(g, h, n * hidden);  // g = act(g) ⊙ h
+    }
     h = g;
   } else {
     activate(f.act, h, n * hidden);

@@ -1,6 +1,8 @@
 // The position-wise feed-forward network of every transformer layer (seed 002 §"Feedforward MLP"):
 //   plain:  FFN(x) = down(act(up·x + b1)) + b2              act = ReLU (original), GELU (GPT-2, BERT)
-//   gated:  FFN(x) = down(silu(gate·x) ⊙ up·x)              SwiGLU (Llama: gate = w1, up = w3, down = w2)
+//   gated:  FFN(x) = down(act(gate·x) ⊙ up·x)               SwiGLU: act = SiLU (Llama: gate = w1, up = w3,
+//                                                            down = w2); GeGLU: act = GELU (T5 v1.1 / Flan-T5
+//                                                            "gated-gelu": gate = wi_0, up = wi_1, tanh GELU)
 #pragma once
 #include <string>
 
@@ -18,7 +20,7 @@ void activate(Activation a, float* x, int n);
 
 struct FeedForward {
   Linear up;    // [hidden, d_model]
-  Linear gate;  // [hidden, d_model] for gated (SwiGLU) FFNs, empty otherwise
+  Linear gate;  // [hidden, d_model] for gated FFNs (act applies to it), empty otherwise
   Linear down;  // [d_model, hidden]
   Activation act = Activation::ReLU;
   bool gated() const { return !gate.empty(); }

@@ -81,19 +81,32 @@ void self_attention(const MultiHeadAttention& a, const float* x, int n, int pos0
       opt.rope->apply(k + size_t(i) * kd, a.shape.n_kv_heads, pos0 + i);
     }
   }
-  const int m = pos0 + n;  // keys: the cached prefix and the new tokens
   const float* keys = cache ? cache->key(layer, 0) : k;
   const float* values = cache ? cache->value(layer, 0) : v;
 
   AttentionMask mask;
   mask.causal = opt.causal;
   mask.q_pos0 = pos0;
-  mask.key_padding = opt.key_padding;
   mask.bias = opt.bias;
   mask.bias_heads = opt.bias_heads;
-  mask.position_bias = opt.position_bias;
+  mask.position_bias = opt.position_bias ? opt.position_bias : a.position_bias;
   float* heads = arena.alloc(size_t(n) * qd);  // Concat(head_1 … head_h)
-  scaled_dot_product_attention(q, qd, keys, values, kv_stride, n, m, a.shape, mask, heads, qd, weights, head_mask);
+  if (opt.batch == 1) {
+    mask.key_padding = opt.key_padding;
+    const int m = pos0 + n;  // keys: the cached prefix and the new tokens
+    scaled_dot_product_attention(q, qd, keys, values, kv_stride, n, m, a.shape, mask, heads, qd, weights, head_mask);
+  } else {  // independent sequences of len rows: one attention each, over their own rows only
+    AL_CHECK(!cache && opt.batch > 0 && n % opt.batch == 0 && !opt.bias, "self-attention: a batch of ", opt.batch,
+             " sequences needs n (", n, ") divisible by it, no cache and no explicit bias");
+    const int len = n / opt.batch;
+    for (int b = 0; b < opt.batch; ++b) {
+      const size_t row = size_t(b) * len;
+      mask.key_padding = opt.key_padding ? opt.key_padding + row : nullptr;
+      float* w = weights ? weights + size_t(b) * a.shape.n_heads * len * len : nullptr;
+      scaled_dot_product_attention(q + row * qd, qd, keys + row * kd, values + row * kd, kv_stride, len, len, a.shape,
+                                   mask, heads + row * qd, qd, w, head_mask);
+    }
+  }
   linear(a.o, heads, n, out);
 }
 

@@ -25,6 +25,9 @@ struct MultiHeadAttention {
   Linear q, k, v;  // separate projections …
   Linear qkv;      // … or one fused projection (rows: all of Q, then K, then V)
   Linear o;        // W^O [d_model, n_heads·d_k]
+  // A position bias this attention always adds to its self-attention scores (T5, MPNet: one learned
+  // table shared by every layer of a stack), unless the call's options give one. Not owned.
+  const PositionBias* position_bias = nullptr;
 
   int q_dim() const { return shape.n_heads * shape.head_dim; }
   int kv_dim() const { return shape.n_kv_heads * shape.head_dim; }
@@ -43,6 +46,10 @@ struct SelfAttentionOptions {
   const float* bias = nullptr;            // additive [bias_heads][n][m]
   int bias_heads = 1;
   const PositionBias* position_bias = nullptr;
+  // Without a cache: x holds `batch` sequences of n / batch rows each (padded to one length), and
+  // each attends only within itself; key_padding then covers all n rows, and weights are laid out
+  // [batch][n_heads][n / batch][n / batch].
+  int batch = 1;
 };
 
 // Self-attention of x [n, d_model], the tokens at positions pos0 … pos0+n−1; out [n, d_model].

@@ -15,6 +15,15 @@ void sinusoidal_encoding(int pos, int d_model, float* out) {
   }
 }
 
+void sinusoidal_encoding_halves(int pos, int d_model, float* out) {
+  const int half = (d_model + 1) / 2;
+  for (int i = 0; 2 * i < d_model; ++i) {
+    const double angle = pos / std::pow(10000.0, 2.0 * i / d_model);
+    out[i] = float(std::sin(angle));
+    if (2 * i + 1 < d_model) out[half + i] = float(std::cos(angle));
+  }
+}
+
 Rope::Rope(RopeStyle style, int head_dim, float base, int positions)
     : style_(style), head_dim_(head_dim), base_(base), positions_(positions) {
   AL_CHECK(head_dim > 0 && head_dim % 2 == 0, "RoPE needs an even head dimension, got ", head_dim);

@@ -12,6 +12,9 @@ namespace attnlens::nn {
 
 // out[d] = PE(pos), i is the *pair* index: dims 2i and 2i+1 share the frequency 10000^(-2i/d).
 void sinusoidal_encoding(int pos, int d_model, float* out);
+// The same frequencies in Marian's layout (Hugging Face MarianSinusoidalPositionalEmbedding): the
+// sines in dims [0, ⌈d/2⌉), the cosines after them.
+void sinusoidal_encoding_halves(int pos, int d_model, float* out);
 
 // ---- RoPE ---------------------------------------------------------------------------------------
 enum class RopeStyle {

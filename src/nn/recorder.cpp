@@ -37,7 +37,8 @@ const unsigned char* AttentionRecorder::head_mask(int n_heads) {
   return mask_.data();
 }
 
-float* AttentionRecorder::slot(AttentionKind kind, int layer, int n_heads, int n_queries, int n_keys, int q_pos0) {
+float* AttentionRecorder::slot(AttentionKind kind, int layer, int n_heads, int n_queries, int n_keys, int q_pos0,
+                               int batch) {
   if (!wants_layer(layer)) return nullptr;
   AttentionRecord* rec = nullptr;
   for (auto& r : records_)
@@ -52,7 +53,8 @@ float* AttentionRecorder::slot(AttentionKind kind, int layer, int n_heads, int n
   rec->n_queries = n_queries;
   rec->n_keys = n_keys;
   rec->q_pos0 = q_pos0;
-  rec->weights.assign(size_t(n_heads) * n_queries * n_keys, 0.f);
+  rec->batch = batch;
+  rec->weights.assign(size_t(batch) * n_heads * n_queries * n_keys, 0.f);
   return rec->weights.data();
 }
 

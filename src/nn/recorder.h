@@ -25,9 +25,12 @@ struct AttentionRecord {
   int n_queries = 0;  // rows: the queries of this forward call
   int n_keys = 0;     // columns
   int q_pos0 = 0;     // position of the first query
-  std::vector<float> weights;  // [n_heads][n_queries][n_keys]; unselected heads stay 0
+  int batch = 1;      // sequences run together (an encoder batch padded to one length)
+  std::vector<float> weights;  // [batch][n_heads][n_queries][n_keys]; unselected heads stay 0
 
-  const float* row(int head, int query) const { return weights.data() + (size_t(head) * n_queries + query) * n_keys; }
+  const float* row(int head, int query, int item = 0) const {
+    return weights.data() + ((size_t(item) * n_heads + head) * n_queries + query) * n_keys;
+  }
 };
 
 class AttentionRecorder {
@@ -41,7 +44,8 @@ class AttentionRecorder {
 
   // Called by a model: a zeroed buffer for this call's weights of (kind, layer), or null if the
   // layer is not selected. Replaces what the previous call recorded for that (kind, layer).
-  float* slot(AttentionKind kind, int layer, int n_heads, int n_queries, int n_keys, int q_pos0);
+  // A batch of sequences gets [batch][n_heads][n_queries][n_keys].
+  float* slot(AttentionKind kind, int layer, int n_heads, int n_queries, int n_keys, int q_pos0, int batch = 1);
 
   const AttentionRecord* find(AttentionKind kind, int layer) const;
   const std::vector<AttentionRecord>& records() const { return records_; }

@@ -313,7 +313,7 @@ TEST_CASE("activations equal the reference", "[kernels]") {
   CHECK(v[0] == Approx(0.7310586f).epsilon(1e-6));
 }
 
-TEST_CASE("swiglu, add, axpy, scale equal the reference", "[kernels]") {
+TEST_CASE("swiglu, mul, add, axpy, scale equal the reference", "[kernels]") {
   for (int n : kSizes) {
     auto g = randn(n, 100 + n), u = randn(n, 101), gr = g;
     k::swiglu(g.data(), u.data(), n);
@@ -321,6 +321,9 @@ TEST_CASE("swiglu, add, axpy, scale equal the reference", "[kernels]") {
     INFO("n = " << n);
     CHECK(max_abs_diff(g, gr) <= 1e-6 * 4);
     auto y = randn(n, 102), yr = y, x = randn(n, 103);
+    k::mul(y.data(), x.data(), n);
+    k::ref::mul(yr.data(), x.data(), n);
+    CHECK(max_abs_diff(y, yr) == 0.0);
     k::add(y.data(), x.data(), n);
     k::ref::add(yr.data(), x.data(), n);
     CHECK(max_abs_diff(y, yr) == 0.0);

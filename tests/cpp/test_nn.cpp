@@ -263,6 +263,108 @@ TEST_CASE("KV cache: prefill equals token-by-token decode, outputs and weights",
   CHECK(cache_b.length() == n);
 }
 
+TEST_CASE("batched self-attention equals each padded sequence alone; padded keys get exactly 0", "[nn]") {
+  std::vector<std::vector<float>> store;
+  const int d = 12, heads = 3, len = 5, batch = 3;
+  MultiHeadAttention mha = random_mha(store, d, heads, heads, 61);
+  Arena arena;
+  auto x = randn(size_t(batch) * len * d, 62);
+  const int lengths[batch] = {5, 2, 4};  // real tokens of each sequence; the rest is padding
+  std::vector<uint8_t> padding(size_t(batch) * len);
+  for (int b = 0; b < batch; ++b)
+    for (int i = 0; i < len; ++i) padding[size_t(b) * len + i] = i >= lengths[b];
+  SelfAttentionOptions opt;
+  opt.batch = batch;
+  opt.key_padding = padding.data();
+  std::vector<float> y(x.size()), w(size_t(batch) * heads * len * len, -1.f);
+  self_attention(mha, x.data(), batch * len, 0, nullptr, 0, opt, y.data(), w.data(), nullptr, arena);
+  for (int b = 0; b < batch; ++b) {
+    SelfAttentionOptions one;
+    one.key_padding = padding.data() + size_t(b) * len;
+    std::vector<float> yb(size_t(len) * d), wb(size_t(heads) * len * len);
+    self_attention(mha, x.data() + size_t(b) * len * d, len, 0, nullptr, 0, one, yb.data(), wb.data(), nullptr, arena);
+    INFO("sequence " << b);
+    CHECK(max_abs_diff(yb.data(), y.data() + size_t(b) * len * d, yb.size()) <= 1e-6);
+    const float* wbat = w.data() + size_t(b) * heads * len * len;
+    CHECK(max_abs_diff(wb.data(), wbat, wb.size()) == 0.0);
+    for (int h = 0; h < heads; ++h)
+      for (int i = 0; i < len; ++i)
+        for (int j = lengths[b]; j < len; ++j) CHECK(wbat[(size_t(h) * len + i) * len + j] == 0.f);
+  }
+  // And without padding, each sequence equals its own unpadded run: batching mixes nothing.
+  SelfAttentionOptions two;
+  two.batch = 2;
+  std::vector<float> y2(size_t(2) * len * d);
+  self_attention(mha, x.data(), 2 * len, 0, nullptr, 0, two, y2.data(), nullptr, nullptr, arena);
+  std::vector<float> y1(size_t(len) * d);
+  self_attention(mha, x.data() + size_t(len) * d, len, 0, nullptr, 0, {}, y1.data(), nullptr, nullptr, arena);
+  CHECK(max_abs_diff(y1.data(), y2.data() + size_t(len) * d, y1.size()) <= 1e-6);
+}
+
+TEST_CASE("attention scale: 1 gives unscaled scores (T5); 0 the usual 1/sqrt(d_k)", "[nn]") {
+  const int d = 4, n = 2, m = 3;
+  auto q = randn(n * d, 71), k = randn(m * d, 72), v = randn(m * d, 73);
+  std::vector<float> out(n * d), w(n * m);
+  AttentionShape unscaled{1, 1, d, 1.f};
+  scaled_dot_product_attention(q.data(), d, k.data(), v.data(), d, n, m, unscaled, {}, out.data(), d, w.data());
+  for (int i = 0; i < n; ++i) {
+    double s[m], mx = -1e30, z = 0;
+    for (int j = 0; j < m; ++j) {
+      s[j] = 0;
+      for (int c = 0; c < d; ++c) s[j] += double(q[i * d + c]) * k[j * d + c];
+      mx = std::max(mx, s[j]);
+    }
+    for (int j = 0; j < m; ++j) z += std::exp(s[j] - mx);
+    for (int j = 0; j < m; ++j) CHECK(w[i * m + j] == Approx(std::exp(s[j] - mx) / z).margin(1e-6));
+  }
+  CHECK(AttentionShape{1, 1, 16}.score_scale() == 0.25f);
+}
+
+TEST_CASE("gated FFN: GeGLU applies its activation to the gate (T5 v1.1 gated-gelu)", "[nn]") {
+  std::vector<std::vector<float>> store;
+  const int d = 8, hidden = 12, n = 3;
+  FeedForward f;
+  f.up = make_linear(store, hidden, d, 81, false);
+  f.gate = make_linear(store, hidden, d, 82, false);
+  f.down = make_linear(store, d, hidden, 83, false);
+  f.act = Activation::GeluTanh;
+  check_feed_forward(f, d, "ffn");
+  Arena arena;
+  auto x = randn(n * d, 84);
+  std::vector<float> y(n * d);
+  feed_forward(f, x.data(), n, y.data(), arena);
+  for (int i = 0; i < n; ++i) {
+    std::vector<double> h(hidden);
+    for (int r = 0; r < hidden; ++r) {
+      double g = 0, u = 0;
+      for (int c = 0; c < d; ++c) {
+        g += double(static_cast<const float*>(f.gate.w.data)[r * d + c]) * x[i * d + c];
+        u += double(static_cast<const float*>(f.up.w.data)[r * d + c]) * x[i * d + c];
+      }
+      const double gelu = 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)));
+      h[r] = gelu * u;
+    }
+    for (int o = 0; o < d; ++o) {
+      double want = 0;
+      for (int r = 0; r < hidden; ++r) want += double(static_cast<const float*>(f.down.w.data)[o * hidden + r]) * h[r];
+      CHECK(y[i * d + o] == Approx(want).margin(1e-5));
+    }
+  }
+}
+
+TEST_CASE("sinusoidal encodings: Marian's halves layout holds the same values as the interleaved one", "[nn]") {
+  const int d = 10;
+  float a[d], b[d];
+  for (int pos : {0, 1, 7, 511}) {
+    sinusoidal_encoding(pos, d, a);
+    sinusoidal_encoding_halves(pos, d, b);
+    for (int i = 0; i < d / 2; ++i) {
+      CHECK(b[i] == a[2 * i]);              // sin
+      CHECK(b[d / 2 + i] == a[2 * i + 1]);  // cos
+    }
+  }
+}
+
 TEST_CASE("KV cache reports its size and refuses to overflow", "[nn]") {
   KVCache cache(6, 6, 48, 256);
   CHECK(cache.bytes() == size_t(2) * 6 * 6 * 256 * 48 * 4);
