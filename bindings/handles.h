@@ -46,8 +46,20 @@ auto guarded(F&& f) -> decltype(f()) {
   }
 }
 
+// Transport across the boundary, one style for every binding: results are plain JS objects, arrays
+// and typed arrays built here with emscripten::val, with the field names the JS API documents
+// (web/src/index.d.ts), so web/src passes them on without parsing or renaming; nothing crosses as
+// JSON text. Options objects coming from JS are read field by field with the readers below, which
+// check each field's type (a wrong type is an attnlens::Error naming the field, never an Embind
+// TypeError thrown through wasm frames).
 std::vector<int> to_ints(const val& array, const char* what);  // JS array / Int32Array → ints
 val to_int32_array(const std::vector<int>& v);                  // a copy, as an Int32Array
+val to_array(const std::vector<int>& v);                        // a copy, as a plain Array of numbers
+val to_array(const std::vector<std::string>& v);                // a plain Array of strings
+// Field `key` of a JS options object, or `fallback` when it is undefined (or the object is).
+double number_field(const val& o, const char* key, double fallback);
+bool bool_field(const val& o, const char* key, bool fallback);
+std::vector<std::string> strings_field(const val& o, const char* key);  // array of strings; absent = {}
 
 // The files of one model, filled by JS straight into wasm memory: add() allocates and returns a
 // Uint8Array view of the new buffer, which JS must fill before any other call (a heap growth would
@@ -67,8 +79,10 @@ class SessionHandle;
 class ModelHandle {
  public:
   ModelHandle(FileSet& files, const std::string& quantize);
-  std::string describe() const;  // JSON: the model card
-  std::string prompt_format() const;  // JSON: special tokens and how prompts are built
+  // The model card as model.info shows it (camelCase fields; see web/src/index.d.ts ModelInfo), with
+  // the KV cache and memory of `session`, the session the JS Model runs on.
+  val info(const SessionHandle& session) const;
+  val prompt_format() const;  // {addSpecial, emptyPromptToken, stopTokens, …} (index.d.ts PromptFormat)
   bool has_tokenizer() const { return m_->tokenizer() != nullptr; }
   val tokenize(const std::string& text, bool add_special) const;  // Int32Array
   val encode_prompt(const std::string& text) const;             // Int32Array, as generation builds it
@@ -93,20 +107,27 @@ class SessionHandle {
   val attention() const;  // [{kind, layer, heads, queries, keys, queryStart, data: Float32Array view}]
   int position() const { return s_->position(); }
   int capacity() const { return s_->cache.capacity(); }
-  double kv_cache_bytes() const { return double(s_->cache.bytes()); }
+  // What the model and this session hold now: {fileBytes, ownedBytes, kvCacheBytes, scratchBytes,
+  // modelBytes (their sum)}.
+  val memory() const;
+  const models::Session& session() const { return *s_; }
   void reset();
 
-  // Generation, one token per step() so JS can yield and abort between tokens.
-  void start(const val& prompt_ids, const std::string& options_json);
-  val step();   // {token, position, text} or null when finished
+  // Generation, one token per step() so JS can yield and abort between tokens. options: {maxNewTokens,
+  // temperature, topK, topP, repetitionPenalty, seed, stop} (web/src/validate.mjs generateOptions).
+  void start(const val& prompt_ids, const val& options);
+  val step();   // {token, position, piece, text, done} or null when finished
   void abort();
-  std::string result() const;  // JSON of the GenerateResult so far
+  // The GenerateResult so far: {text, tokens, pieces, source, promptTokens, finishReason, seed,
+  // timings: {prefillMs, decodeMs, decodedTokens, tokensPerSecond}}.
+  val result() const;
 
  private:
   std::shared_ptr<const runtime::LoadedModel> m_;
   std::unique_ptr<models::Session> s_;
   nn::AttentionRecorder recorder_;
   std::unique_ptr<generate::Generation> gen_;
+  uint64_t seed_ = 0;
 };
 
 }  // namespace attnlens::bindings

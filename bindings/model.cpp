@@ -18,20 +18,64 @@ ModelHandle::ModelHandle(FileSet& files, const std::string& quantize) {
   });
 }
 
-std::string ModelHandle::describe() const {
-  return guarded([&] { return m_->describe().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); });
+val ModelHandle::info(const SessionHandle& session) const {
+  return guarded([&] {
+    const models::ModelInfo& i = m_->model().info();
+    val o = val::object();
+    o.set("architecture", i.architecture);
+    o.set("kind", std::string(models::model_kind_name(i.kind)));
+    o.set("format", m_->format());
+    o.set("params", double(i.n_params));
+    o.set("dModel", i.d_model);
+    o.set("layers", i.n_layers);
+    o.set("encoderLayers", i.n_encoder_layers);
+    o.set("heads", i.n_heads);
+    o.set("kvHeads", i.n_kv_heads);
+    o.set("headDim", i.head_dim);
+    o.set("dFF", i.d_ff);
+    o.set("vocabSize", i.vocab_size);
+    o.set("contextLength", i.context_length);
+    o.set("positions", i.positions);
+    o.set("weightDtype", i.weight_dtype);
+    o.set("weightBytes", double(i.weight_bytes));
+    o.set("fileBytes", double(m_->file_bytes()));
+    o.set("ownedBytes", double(i.owned_bytes));
+    const models::Session& s = session.session();
+    o.set("kvCacheBytes", double(s.cache.bytes()));
+    o.set("memoryBytes", double(m_->weight_memory_bytes() + s.bytes()));
+    val files = val::array();
+    for (const runtime::FilePtr& f : m_->files()) {
+      val e = val::object();
+      e.set("name", f->name);
+      e.set("bytes", double(f->bytes.size()));
+      files.call<void>("push", e);
+    }
+    o.set("files", files);
+    if (const Tokenizer* t = m_->tokenizer()) {
+      val tok = val::object();
+      tok.set("kind", t->kind());
+      tok.set("vocabSize", t->vocab_size());
+      tok.set("bosId", t->bos_id());
+      tok.set("eosId", t->eos_id());
+      o.set("tokenizer", tok);
+    } else {
+      o.set("tokenizer", val::null());
+    }
+    return o;
+  });
 }
 
-std::string ModelHandle::prompt_format() const {
+val ModelHandle::prompt_format() const {
   return guarded([&] {
-    const auto& p = m_->prompt_format();
-    nlohmann::json j = {{"addSpecial", p.add_special},
-                        {"emptyPromptToken", p.empty_prompt_token},
-                        {"stopTokens", p.stop_tokens},
-                        {"decoderStartToken", p.decoder_start_token},
-                        {"sourceSuffixEos", p.source_suffix_eos},
-                        {"eosToken", p.eos_token}};
-    return j.dump();
+    const generate::PromptFormat& p = m_->prompt_format();
+    val o = val::object();
+    o.set("addSpecial", p.add_special);
+    o.set("emptyPromptToken", p.empty_prompt_token);
+    o.set("stopTokens", to_array(p.stop_tokens));
+    o.set("decoderStartToken", p.decoder_start_token);
+    o.set("sourceSuffixEos", p.source_suffix_eos);
+    o.set("eosToken", p.eos_token);
+    return o;
   });
 }
 
@@ -65,7 +109,7 @@ SessionHandle* ModelHandle::new_session(int capacity) const {
 EMSCRIPTEN_BINDINGS(attnlens_model) {
   class_<ModelHandle>("Model")
       .constructor<FileSet&, const std::string&>()
-      .function("describe", &ModelHandle::describe)
+      .function("info", &ModelHandle::info)
       .function("promptFormat", &ModelHandle::prompt_format)
       .function("hasTokenizer", &ModelHandle::has_tokenizer)
       .function("tokenize", &ModelHandle::tokenize)

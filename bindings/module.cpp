@@ -36,6 +36,53 @@ val to_int32_array(const std::vector<int>& v) {
   return val::global("Int32Array").new_(typed_memory_view(v.size(), v.data()));
 }
 
+val to_array(const std::vector<int>& v) {
+  return val::global("Array").call<val>("from", val(typed_memory_view(v.size(), v.data())));
+}
+
+val to_array(const std::vector<std::string>& v) {
+  val out = val::array();
+  for (size_t i = 0; i < v.size(); ++i) out.set(i, v[i]);
+  return out;
+}
+
+namespace {
+// o[key] when o is an object and the field is defined; undefined otherwise.
+val field(const val& o, const char* key) {
+  if (o.isUndefined() || o.isNull()) return val::undefined();
+  AL_CHECK(o.typeOf().as<std::string>() == "object", "options must be an object");
+  return o[key];
+}
+}  // namespace
+
+double number_field(const val& o, const char* key, double fallback) {
+  const val v = field(o, key);
+  if (v.isUndefined()) return fallback;
+  AL_CHECK(v.typeOf().as<std::string>() == "number", "option ", key, " must be a number");
+  return v.as<double>();
+}
+
+bool bool_field(const val& o, const char* key, bool fallback) {
+  const val v = field(o, key);
+  if (v.isUndefined()) return fallback;
+  AL_CHECK(v.typeOf().as<std::string>() == "boolean", "option ", key, " must be true or false");
+  return v.as<bool>();
+}
+
+std::vector<std::string> strings_field(const val& o, const char* key) {
+  const val v = field(o, key);
+  std::vector<std::string> out;
+  if (v.isUndefined()) return out;
+  AL_CHECK(v.isArray(), "option ", key, " must be an array of strings");
+  const int n = v["length"].as<int>();
+  for (int i = 0; i < n; ++i) {
+    const val s = v[i];
+    AL_CHECK(s.isString(), "option ", key, "[", i, "] must be a string");
+    out.push_back(s.as<std::string>());
+  }
+  return out;
+}
+
 // Bytes the engine has allocated (in use) and the size of the wasm heap (which never shrinks).
 val memory_stats() {
   struct mallinfo mi = mallinfo();

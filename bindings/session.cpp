@@ -82,19 +82,28 @@ void SessionHandle::reset() {
   recorder_.clear();
 }
 
-void SessionHandle::start(const val& prompt_ids, const std::string& options_json) {
+void SessionHandle::start(const val& prompt_ids, const val& options) {
   guarded([&] {
-    const nlohmann::json j = nlohmann::json::parse(options_json);
     generate::GenerateOptions o;
-    o.max_new_tokens = j.value("maxNewTokens", 128);
-    o.sampling.temperature = j.value("temperature", 1.0f);
-    o.sampling.top_k = j.value("topK", 0);
-    o.sampling.top_p = j.value("topP", 1.0f);
-    o.sampling.repetition_penalty = j.value("repetitionPenalty", 1.0f);
-    o.sampling.seed = j.value("seed", uint64_t(0));
-    o.stop = j.value("stop", std::vector<std::string>{});
+    const double max_new = number_field(options, "maxNewTokens", 128);
+    AL_CHECK(max_new >= 0 && max_new <= (1 << 30) && max_new == double(int(max_new)),
+             "maxNewTokens must be an integer from 0 to 2^30, got ", max_new);
+    o.max_new_tokens = int(max_new);
+    o.sampling.temperature = float(number_field(options, "temperature", 1.0));
+    const double top_k = number_field(options, "topK", 0);
+    AL_CHECK(top_k >= 0 && top_k <= 2147483647.0 && top_k == double(int64_t(top_k)), "topK must be a non-negative integer, got ",
+             top_k);
+    o.sampling.top_k = int(top_k);
+    o.sampling.top_p = float(number_field(options, "topP", 1.0));
+    o.sampling.repetition_penalty = float(number_field(options, "repetitionPenalty", 1.0));
+    const double seed = number_field(options, "seed", 0);
+    AL_CHECK(seed >= 0 && seed <= 9007199254740991.0 && seed == double(uint64_t(seed)),
+             "seed must be an integer from 0 to 2^53 - 1, got ", seed);
+    o.sampling.seed = uint64_t(seed);
+    o.stop = strings_field(options, "stop");
     gen_.reset();
     if (s_->recorder) recorder_.clear();
+    seed_ = o.sampling.seed;
     gen_ = std::make_unique<generate::Generation>(m_->model(), m_->require_tokenizer(), m_->prompt_format(), *s_,
                                                   to_ints(prompt_ids, "prompt"), o);
     return 0;
@@ -109,6 +118,7 @@ val SessionHandle::step() {
     val o = val::object();
     o.set("token", ev.token);
     o.set("position", ev.position);
+    o.set("piece", m_->require_tokenizer().piece(ev.token));
     o.set("text", ev.text);
     o.set("done", gen_->done());
     return o;
@@ -119,14 +129,42 @@ void SessionHandle::abort() {
   if (gen_) gen_->abort();
 }
 
-std::string SessionHandle::result() const {
+val SessionHandle::result() const {
   return guarded([&] {
     AL_CHECK(gen_, "no generation was started on this session");
     const generate::GenerateResult& r = gen_->result();
-    nlohmann::json j = {{"tokens", r.tokens},         {"source", r.source},          {"promptTokens", r.prompt_tokens},
-                        {"text", r.text},             {"finishReason", r.finish_reason}, {"prefillMs", r.prefill_ms},
-                        {"decodeMs", r.decode_ms},    {"decoded", r.decoded}};
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    const Tokenizer& t = m_->require_tokenizer();
+    val o = val::object();
+    o.set("text", r.text);
+    o.set("tokens", to_array(r.tokens));
+    val pieces = val::array();
+    for (size_t i = 0; i < r.tokens.size(); ++i) pieces.set(i, t.piece(r.tokens[i]));
+    o.set("pieces", pieces);
+    o.set("source", r.source.empty() ? val::undefined() : to_array(r.source));
+    o.set("promptTokens", r.prompt_tokens);
+    o.set("finishReason", r.finish_reason);
+    o.set("seed", double(seed_));
+    val timings = val::object();
+    timings.set("prefillMs", r.prefill_ms);
+    timings.set("decodeMs", r.decode_ms);
+    timings.set("decodedTokens", r.decoded);
+    timings.set("tokensPerSecond", r.decode_ms > 0 ? r.decoded * 1000.0 / r.decode_ms : 0.0);
+    o.set("timings", timings);
+    return o;
+  });
+}
+
+val SessionHandle::memory() const {
+  return guarded([&] {
+    val o = val::object();
+    const size_t files = m_->file_bytes(), owned = m_->model().info().owned_bytes;
+    o.set("fileBytes", double(files));
+    o.set("ownedBytes", double(owned));
+    o.set("kvCacheBytes", double(s_->cache.bytes()));
+    const size_t session = s_->bytes();
+    o.set("scratchBytes", double(session - s_->cache.bytes()));
+    o.set("modelBytes", double(files + owned + session));
+    return o;
   });
 }
 
@@ -139,7 +177,7 @@ EMSCRIPTEN_BINDINGS(attnlens_session) {
       .function("attention", &SessionHandle::attention)
       .function("position", &SessionHandle::position)
       .function("capacity", &SessionHandle::capacity)
-      .function("kvCacheBytes", &SessionHandle::kv_cache_bytes)
+      .function("memory", &SessionHandle::memory)
       .function("reset", &SessionHandle::reset)
       .function("start", &SessionHandle::start)
       .function("step", &SessionHandle::step)

@@ -12,7 +12,10 @@ DecoderOnlyTransformer::DecoderOnlyTransformer(ModelInfo info, DecoderOnlyWeight
   for (size_t l = 0; l < w_.layers.size(); ++l) nn::check_encoder_layer(w_.layers[l], "layer " + std::to_string(l));
   nn::check_norm(w_.final_norm, info_.d_model, "final norm");
   nn::check_linear(w_.lm_head, info_.d_model, info_.vocab_size, "output projection");
-  if (w_.rope) rope_ = std::make_unique<nn::Rope>(*w_.rope, info_.head_dim, w_.rope_base, info_.context_length);
+  if (w_.rope) {
+    rope_ = std::make_unique<nn::Rope>(*w_.rope, info_.head_dim, w_.rope_base, info_.context_length);
+    info_.owned_bytes += rope_->table_bytes();
+  }
 }
 
 // x[n, d_model] = token embeddings (+ learned position embeddings).

@@ -32,7 +32,14 @@ ModelInfo make_info(const std::string& architecture, ModelKind kind, const Shape
   info.n_params = w.params();
   info.weight_bytes = w.bytes_read();
   info.weight_dtype = w.matrix_dtype();
+  info.owned_bytes = w.owned_bytes();
   return info;
+}
+
+size_t Session::bytes() const {
+  size_t n = cache.bytes() + arena.bytes_reserved() + (logits.capacity() + hidden.capacity()) * sizeof(float);
+  for (const nn::CrossMemory& m : memory) n += (m.k.capacity() + m.v.capacity()) * sizeof(float);
+  return n;
 }
 
 std::unique_ptr<Session> Model::new_session(int capacity) const {

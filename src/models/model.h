@@ -39,6 +39,9 @@ struct ModelInfo {
   std::string positions;      // "rope", "learned", "sinusoidal"
   std::string weight_dtype;   // "f32", "q8_0", "mixed"
   size_t weight_bytes = 0;    // bytes of weights the kernels read
+  // Bytes the model owns beside the files' bytes: converted weight copies (f16/bf16 widened,
+  // transposes, q8_0 quantized at load) and precomputed tables (RoPE angles).
+  size_t owned_bytes = 0;
 };
 
 class Weights;
@@ -62,6 +65,9 @@ class Session {
     memory.clear();
     memory_length = 0;
   }
+
+  // Bytes this session holds now: KV cache, encoder memory, scratch arena, logits and hidden states.
+  size_t bytes() const;
 
   nn::KVCache cache;
   std::vector<nn::CrossMemory> memory;  // encoder–decoder: per decoder layer, the projected encoder output

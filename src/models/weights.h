@@ -50,6 +50,8 @@ class Weights {
   // Totals over everything handed out so far: parameters, and bytes the kernels will read.
   int64_t params() const { return params_; }
   size_t bytes_read() const { return bytes_read_; }
+  // Bytes of the converted copies made so far (they stay with the model).
+  size_t owned_bytes() const { return storage_.bytes; }
   // "f32", "q8_0" or "mixed": the types of the matrices handed out for linear layers.
   std::string matrix_dtype() const;
   // The converted copies; the model keeps them, the Weights object (and its TensorMap) can go.

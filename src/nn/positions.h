@@ -32,6 +32,7 @@ class Rope {
   void apply(float* x, int n_heads, int pos) const;
   RopeStyle style() const { return style_; }
   int head_dim() const { return head_dim_; }
+  size_t table_bytes() const { return (cos_.capacity() + sin_.capacity()) * sizeof(float); }
 
  private:
   void angles(int pos, float* cos, float* sin) const;

@@ -190,38 +190,6 @@ size_t LoadedModel::file_bytes() const {
   return n;
 }
 
-nlohmann::json LoadedModel::describe() const {
-  const models::ModelInfo& i = model_->info();
-  nlohmann::json files = nlohmann::json::array();
-  for (const auto& f : files_) files.push_back({{"name", f->name}, {"bytes", f->bytes.size()}});
-  nlohmann::json j = {{"architecture", i.architecture},
-                      {"kind", models::model_kind_name(i.kind)},
-                      {"format", format_},
-                      {"params", i.n_params},
-                      {"d_model", i.d_model},
-                      {"layers", i.n_layers},
-                      {"encoder_layers", i.n_encoder_layers},
-                      {"heads", i.n_heads},
-                      {"kv_heads", i.n_kv_heads},
-                      {"head_dim", i.head_dim},
-                      {"d_ff", i.d_ff},
-                      {"vocab_size", i.vocab_size},
-                      {"context_length", i.context_length},
-                      {"positions", i.positions},
-                      {"weight_dtype", i.weight_dtype},
-                      {"weight_bytes", i.weight_bytes},
-                      {"file_bytes", file_bytes()},
-                      {"files", files}};
-  if (tokenizer_)
-    j["tokenizer"] = {{"kind", tokenizer_->kind()},
-                      {"vocab_size", tokenizer_->vocab_size()},
-                      {"bos_id", tokenizer_->bos_id()},
-                      {"eos_id", tokenizer_->eos_id()}};
-  else
-    j["tokenizer"] = nullptr;
-  return j;
-}
-
 std::unique_ptr<Tokenizer> load_tokenizer(const File& file, int vocab_size) {
   switch (detect_file_kind(bytes_of(file))) {
     case FileKind::LlamaTokenizerBin:

@@ -39,9 +39,12 @@ class LoadedModel {
   const Tokenizer& require_tokenizer() const;                     // throws if none
   const generate::PromptFormat& prompt_format() const { return prompt_; }
   const std::string& format() const { return format_; }  // "llama2c", "gguf", "safetensors"
-  // Everything the UI shows on a model card (architecture, sizes, files, tokenizer kind…).
-  nlohmann::json describe() const;
+  // The model card (architecture, sizes, tokenizer kind…) is model().info(), format(), files() and
+  // tokenizer(); bindings/model.cpp turns it into the JS object model.info.
+  const std::vector<FilePtr>& files() const { return files_; }
   size_t file_bytes() const;  // bytes of the files held
+  // Bytes held whatever runs: the files plus what the model owns (weight copies, tables).
+  size_t weight_memory_bytes() const { return file_bytes() + model_->info().owned_bytes; }
 
  private:
   friend std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOptions& options);

@@ -48,11 +48,13 @@ TEST_CASE("loader: stories260K + tok512 by content; model card", "[runtime]") {
   CHECK(m->format() == "llama2c");
   REQUIRE(m->tokenizer());
   CHECK(m->tokenizer()->kind() == "sentencepiece-bpe");
-  auto card = m->describe();
-  CHECK(card["architecture"] == "llama");
-  CHECK(card["layers"] == 5);
-  CHECK(card["kv_heads"] == 4);
-  CHECK(card["file_bytes"] == 1056540 + 6227);
+  const models::ModelInfo& card = m->model().info();
+  CHECK(card.architecture == "llama");
+  CHECK(card.n_layers == 5);
+  CHECK(card.n_kv_heads == 4);
+  CHECK(m->file_bytes() == 1056540 + 6227);
+  CHECK(m->model().info().owned_bytes > 0);  // the RoPE table
+  CHECK(m->weight_memory_bytes() == m->file_bytes() + m->model().info().owned_bytes);
   CHECK(m->prompt_format().stop_tokens == std::vector<int>{1, 2});
 }
 

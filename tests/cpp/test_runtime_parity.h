@@ -110,11 +110,16 @@ struct Worst {
 };
 
 inline void check_card(const attnlens::runtime::LoadedModel& m, const nlohmann::json& want, const std::string& format) {
-  const nlohmann::json card = m.describe();
-  INFO("describe(): " << card.dump());
-  CHECK(card.at("format") == format);
-  for (const char* key : {"architecture", "layers", "heads", "kv_heads", "d_model", "vocab_size", "context_length", "params"})
-    CHECK(card.at(key) == want.at(key));
+  const attnlens::models::ModelInfo& i = m.model().info();
+  CHECK(m.format() == format);
+  CHECK(i.architecture == want.at("architecture").get<std::string>());
+  CHECK(i.n_layers == want.at("layers").get<int>());
+  CHECK(i.n_heads == want.at("heads").get<int>());
+  CHECK(i.n_kv_heads == want.at("kv_heads").get<int>());
+  CHECK(i.d_model == want.at("d_model").get<int>());
+  CHECK(i.vocab_size == want.at("vocab_size").get<int>());
+  CHECK(i.context_length == want.at("context_length").get<int>());
+  CHECK(i.n_params == want.at("params").get<int64_t>());
 }
 
 // Compares one decode() call's recorded attention (queries q0.., keys 0..keys) with the reference.

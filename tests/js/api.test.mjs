@@ -2,13 +2,13 @@
 //   stories260K (llama2.c, ../shared)  — loading from every kind of source, tokenize, forward with
 //   attention, generate, stream; kjv-gpt2 and date-normalizer (models/) when they are there.
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { Attentions, FetchError, Model, engineInfo, loadModel } from '../../web/src/index.mjs';
-import { dates, kjv, noDates, noKjv, noSmall, noStories, reportSkips, small, stories } from './fixtures/models.mjs';
+import { dates, kjv, noDates, noKjv, noSmall, noStories, reportSkips, root, small, stories } from './fixtures/models.mjs';
 import { serve } from './fixtures/server.mjs';
 
 reportSkips(noStories, noKjv, noDates);
@@ -307,6 +307,8 @@ describe('stories260K (llama2.c)', { skip: noStories }, () => {
     assert.ok(m.heapBytes >= m.allocatedBytes);
     assert.equal(m.kvCacheBytes, model.info.kvCacheBytes);
     assert.equal(m.fileBytes, model.info.fileBytes);
+    assert.equal(m.modelBytes, m.fileBytes + m.ownedBytes + m.kvCacheBytes + m.scratchBytes);
+    assert.ok(m.ownedBytes > 0);  // the RoPE table
   });
 
   test('quantize: "q8_0" loads smaller weights that still generate', async () => {
@@ -464,6 +466,40 @@ describe('date-normalizer (encoder–decoder)', { skip: noDates }, () => {
     for (const s of steps.slice(1)) assert.deepEqual(s.attentions.kinds.sort(), ['cross', 'self']);
     assert.equal(steps[0].attentions.layer(0, 'cross').keys, g.source.length);
   });
+});
+
+test('info.memoryBytes and memory() count everything a model holds: files, converted weight copies, KV cache, scratch', async () => {
+  const dir = join(root, 'tests/fixtures/models_torch');
+  // GPT-2 in f16: every tensor is widened to an f32 copy at load, and the Conv1D matrices are
+  // transposed into another: the copies outweigh the file.
+  const f16 = await loadModel([join(dir, 'gpt2/config.json'), join(dir, 'gpt2_f16/model.safetensors')]);
+  try {
+    const i = f16.info;
+    assert.equal(i.fileBytes, statSync(join(dir, 'gpt2/config.json')).size + statSync(join(dir, 'gpt2_f16/model.safetensors')).size);
+    assert.ok(i.ownedBytes >= 4 * i.params, `ownedBytes ${i.ownedBytes} < 4 × ${i.params} params widened to f32`);
+    const kv = 2 * i.layers * i.contextLength * i.kvHeads * i.headDim * 4;
+    assert.equal(i.kvCacheBytes, kv);
+    const m0 = f16.memory();
+    assert.equal(i.memoryBytes, i.fileBytes + i.ownedBytes + i.kvCacheBytes + m0.scratchBytes);
+    assert.equal(m0.modelBytes, m0.fileBytes + m0.ownedBytes + m0.kvCacheBytes + m0.scratchBytes);
+    await f16.forward([1, 2, 3, 4, 5, 6, 7, 8], { attentions: true });
+    const m1 = f16.memory();
+    assert.ok(m1.scratchBytes > m0.scratchBytes, 'a forward pass leaves scratch buffers (and logits) behind');
+    assert.equal(m1.modelBytes, m1.fileBytes + m1.ownedBytes + m1.kvCacheBytes + m1.scratchBytes);
+  } finally {
+    await f16.dispose();
+  }
+  // f32 read in place: only the tables are owned; quantized at load: the q8_0 copies are owned.
+  const paths = [join(dir, 'gpt2/config.json'), join(dir, 'gpt2/model.safetensors')];
+  const f32 = await loadModel(paths);
+  const q8 = await loadModel(paths, { quantize: 'q8_0' });
+  try {
+    assert.ok(q8.info.ownedBytes > f32.info.ownedBytes + q8.info.weightBytes / 2, `${q8.info.ownedBytes} vs ${f32.info.ownedBytes}`);
+    assert.ok(q8.info.memoryBytes > f32.info.memoryBytes);
+  } finally {
+    await f32.dispose();
+    await q8.dispose();
+  }
 });
 
 test('FetchError is exported with its status', () => {

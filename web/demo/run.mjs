@@ -1,7 +1,6 @@
 // One run: a prompt, the tokens generated from it, their attention, timings. `generate` drives the
 // model's stream and keeps the run up to date, calling onUpdate after every token.
 import { AttentionStore } from './attention-store.mjs';
-import { encodePrompt } from './engine.mjs';
 
 export class Run {
   constructor({ model, encoderDecoder }) {
@@ -39,7 +38,9 @@ export async function generate(model, prompt, options, { signal, onUpdate = () =
   const run = new Run({ model, encoderDecoder });
   run.settings = { prompt, ...options };
   try {
-    const encoded = await encodePrompt(api, prompt);
+    // The ids exactly as generation encodes the prompt (the model's special tokens, an encoder–decoder
+    // source's end token), passed to stream() so the tokens shown are the tokens the model read.
+    const encoded = await api.encodePrompt(prompt);
     if (!encoded.ids.length) throw new Error('The prompt encodes to no tokens.');
     if (encoded.ids.length > info.contextLength)
       throw new Error(`The prompt is ${encoded.ids.length} tokens long; this model reads at most ${info.contextLength}. Shorten it.`);

@@ -123,10 +123,15 @@ export interface ModelInfo {
   positions: string;
   /** "f32", "f16", "q8_0", … */
   weightDtype: string;
+  /** Bytes of weights one forward pass reads. */
   weightBytes: number;
+  /** Bytes of the model's files (the engine keeps them and reads weights straight from them). */
   fileBytes: number;
+  /** Bytes the model owns beside its files: converted weight copies (f16/bf16 widened, transposed, quantized at load) and tables. */
+  ownedBytes: number;
+  /** This model's KV cache, as allocated at load. */
   kvCacheBytes: number;
-  /** Bytes in memory: the files plus the KV cache. */
+  /** Everything the model held once loaded: files, owned copies and tables, KV cache and scratch (memory() has the live figures). */
   memoryBytes: number;
   files: Array<{ name: string; bytes: number }>;
   tokenizer: { kind: string; vocabSize: number; bosId: number; eosId: number } | null;
@@ -250,10 +255,16 @@ export interface TokenStream extends AsyncIterable<StreamStep> {
 }
 
 export interface MemoryStats extends Omit<EngineInfo, 'simd'> {
-  /** This model's KV cache. */
-  kvCacheBytes: number;
   /** This model's files. */
   fileBytes: number;
+  /** Converted weight copies and tables the model owns. */
+  ownedBytes: number;
+  /** This model's KV cache now. */
+  kvCacheBytes: number;
+  /** Scratch buffers, logits, encoder memory now. */
+  scratchBytes: number;
+  /** Everything this model holds now: the sum of the four above. */
+  modelBytes: number;
 }
 
 /** A model running in this thread (loadModel without `worker`). */

@@ -1,6 +1,7 @@
 // A model running in this thread on the AttnLens WebAssembly engine. (worker.mjs runs the same class
 // inside a Web Worker / worker_threads and proxies it.)
 import { Attentions } from './attentions.mjs';
+import { throwIfAborted } from './errors.mjs';
 import { resolveSource } from './sources.mjs';
 import { getModule } from './wasm.mjs';
 import * as check from './validate.mjs';
@@ -27,51 +28,22 @@ function readAttention(s) {
   return Attentions.copyFrom(records);
 }
 
-function camelInfo(d, kvCacheBytes) {
-  return {
-    architecture: d.architecture,
-    kind: d.kind,
-    format: d.format,
-    params: d.params,
-    dModel: d.d_model,
-    layers: d.layers,
-    encoderLayers: d.encoder_layers,
-    heads: d.heads,
-    kvHeads: d.kv_heads,
-    headDim: d.head_dim,
-    dFF: d.d_ff,
-    vocabSize: d.vocab_size,
-    contextLength: d.context_length,
-    positions: d.positions,
-    weightDtype: d.weight_dtype,
-    weightBytes: d.weight_bytes,
-    fileBytes: d.file_bytes,
-    kvCacheBytes,
-    memoryBytes: d.file_bytes + kvCacheBytes,
-    files: d.files,
-    tokenizer: d.tokenizer && {
-      kind: d.tokenizer.kind, vocabSize: d.tokenizer.vocab_size, bosId: d.tokenizer.bos_id, eosId: d.tokenizer.eos_id,
-    },
-  };
-}
-
 export class Model {
   #m;        // the Emscripten module
   #handle;   // C++ ModelHandle
   #session;  // C++ SessionHandle used by every call
   #queue = Promise.resolve();
   #disposed = false;
-  #running = null;  // the generation in progress: { seed, final } (dispose() fills in `final`)
+  #running = null;  // the generation in progress: { final } (dispose() fills in `final`)
 
   /** @internal use loadModel() */
   constructor(module, handle, session) {
     this.#m = module;
     this.#handle = handle;
     this.#session = session;
-    const card = JSON.parse(handle.describe());
-    /** The model card: architecture, sizes, memory. */
-    this.info = Object.freeze(camelInfo(card, session.kvCacheBytes()));
-    this.promptFormat = Object.freeze(JSON.parse(handle.promptFormat()));
+    /** The model card: architecture, sizes, memory (built by bindings/model.cpp). */
+    this.info = Object.freeze(handle.info(session));
+    this.promptFormat = Object.freeze(handle.promptFormat());
   }
 
   /** @internal Builds a model from its files ({name, bytes}). */
@@ -295,13 +267,13 @@ export class Model {
   async *#steps({ opts, att, promptIds, signal }) {
     const s = this.#session;
     const h = this.#handle;
-    if (signal?.aborted) throw abortReason(signal);
+    throwIfAborted(signal);
     const ids = promptIds ?? Array.from(h.encodePrompt(opts.prompt));
-    const run = { seed: opts.engine.seed, final: null };
+    const run = { final: null };
     s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
     let finished = false;
     try {
-      s.start(ids, JSON.stringify(opts.engine));
+      s.start(ids, opts.engine);
       this.#running = run;
       let first = true;
       for (;;) {
@@ -316,9 +288,9 @@ export class Model {
         const ev = s.step();
         if (!ev) break;
         first = false;
-        const step = { token: ev.token, piece: h.pieces([ev.token])[0], text: ev.text, position: ev.position };
+        const step = { token: ev.token, piece: ev.piece, text: ev.text, position: ev.position };
         if (attentions) step.attentions = attentions;
-        if (ev.done) step.result = this.#result(run.seed);
+        if (ev.done) step.result = s.result();
         yield step;
         if (this.#disposed) return run.final;
         if (ev.done) {
@@ -328,7 +300,7 @@ export class Model {
         await yieldToEventLoop();
       }
       finished = true;
-      return this.#result(run.seed);
+      return s.result();
     } finally {
       if (this.#running === run) this.#running = null;
       if (!this.#disposed) {
@@ -338,31 +310,13 @@ export class Model {
     }
   }
 
-  #result(seed) {
-    const r = JSON.parse(this.#session.result());
-    const h = this.#handle;
-    return {
-      text: r.text,
-      tokens: r.tokens,
-      pieces: h.pieces(r.tokens),
-      source: r.source.length ? r.source : undefined,
-      promptTokens: r.promptTokens,
-      finishReason: r.finishReason,
-      seed,
-      timings: {
-        prefillMs: r.prefillMs,
-        decodeMs: r.decodeMs,
-        decodedTokens: r.decoded,
-        tokensPerSecond: r.decodeMs > 0 ? (r.decoded * 1000) / r.decodeMs : 0,
-      },
-    };
-  }
-
-  /** Memory now: the wasm heap, what the engine holds, this model's KV cache. */
+  /**
+   * Memory now: the wasm heap and what the engine has allocated (memoryStats), and what this model
+   * holds (files, owned weight copies and tables, KV cache, scratch; modelBytes is their sum).
+   */
   memory() {
     this.#alive();
-    const stats = this.#m.memoryStats();
-    return { ...stats, kvCacheBytes: this.#session.kvCacheBytes(), fileBytes: this.info.fileBytes };
+    return { ...this.#m.memoryStats(), ...this.#session.memory() };
   }
 
   /**
@@ -375,7 +329,7 @@ export class Model {
     const run = this.#running;
     if (run) {
       this.#session.abort();
-      run.final = this.#result(run.seed);
+      run.final = this.#session.result();
     }
     this.#disposed = true;
     this.#session.delete();
@@ -383,13 +337,9 @@ export class Model {
   }
 }
 
-function abortReason(signal) {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
-}
-
 /** @internal loadModel() in this thread (options already checked). */
 export async function loadModelHere(source, options = {}) {
   const [files] = await Promise.all([resolveSource(source, options), getModule()]);
-  if (options.signal?.aborted) throw abortReason(options.signal);
+  throwIfAborted(options.signal);
   return Model.fromFiles(files, { quantize: options.quantize ?? 'none', contextLength: options.contextLength ?? 0 });
 }

@@ -10,28 +10,13 @@
 //
 // Downloads report progress (bytes loaded / total), honour an AbortSignal, and with `cache` keep
 // their responses in Cache Storage so a second load works offline.
-import { isNode, nodeImport } from './wasm.mjs';
+import { isNode, nodeImport } from './env.mjs';
+import { FetchError, abortError, throwIfAborted } from './errors.mjs';
+
+export { FetchError };
 
 const CACHE_NAME = 'attnlens-models-v1';
 const MODEL_FILE = /\.(bin|gguf|safetensors|json)$/i;
-
-/** Error from a failed download: carries the HTTP status. */
-export class FetchError extends Error {
-  constructor(url, status, statusText) {
-    super(`GET ${url} failed: ${status} ${statusText}`.trim());
-    this.name = 'FetchError';
-    this.url = url;
-    this.status = status;
-  }
-}
-
-function abortError(signal) {
-  return signal?.reason instanceof Error ? signal.reason : new DOMException('The operation was aborted.', 'AbortError');
-}
-
-function checkAborted(signal) {
-  if (signal?.aborted) throw abortError(signal);
-}
 
 function baseName(path) {
   return String(path).split(/[\\/]/).filter(Boolean).pop() ?? String(path);
@@ -107,7 +92,7 @@ async function openUrls(urls, { signal, cache }) {
   const store = await openCache(cache);
   const responses = [];
   const cancelAll = () => responses.forEach((r) => r?.cancel());
-  checkAborted(signal);
+  throwIfAborted(signal);
   // Every request goes out at once (one round trip, not one per file); entries keep the URLs' order.
   const open = async (url, i) => {
     let response = store ? await store.match(url) : undefined;
@@ -218,7 +203,7 @@ async function nodePathEntries(path) {
         try {
           const bytes = new Uint8Array(size);
           for (let at = 0; at < size;) {
-            checkAborted(signal);
+            throwIfAborted(signal);
             const { bytesRead } = await fh.read(bytes, at, Math.min(4 << 20, size - at), at);
             if (!bytesRead) throw new Error(`${p}: the file shrank while being read`);
             at += bytesRead;
@@ -281,7 +266,7 @@ export function checkSource(source) {
  */
 export async function resolveSource(source, options = {}) {
   const { signal, onProgress } = options;
-  checkAborted(signal);
+  throwIfAborted(signal);
   checkSource(source);
   const list = Array.isArray(source) ? source : [source];
   // First every file's size (file system, Blob, HTTP headers), then the bytes: one progress
@@ -289,7 +274,7 @@ export async function resolveSource(source, options = {}) {
   const groups = [];  // per item: entries, or a URL list opened together below
   for (let i = 0; i < list.length; i++) {
     const item = list[i];
-    checkAborted(signal);
+    throwIfAborted(signal);
     if (typeof item === 'string' || item instanceof URL) {
       const s = String(item);
       if (isNode && !/^(https?|data|blob):/i.test(s)) {
@@ -328,7 +313,7 @@ export async function resolveSource(source, options = {}) {
   let loaded = 0;
   const files = [];
   try {
-    checkAborted(signal);
+    throwIfAborted(signal);
     // Bodies are read concurrently (the transfers overlap); progress sums them, so it only grows.
     const bytes = await Promise.all(entries.map((e) => e.read((n) => {
       loaded += n;

@@ -3,19 +3,15 @@
 // attnlens.wasm. They are found relative to this file's URL, so the package works from any page URL,
 // under a bundler that understands `new URL(…, import.meta.url)` (Vite, webpack 5, Rollup), and in Node.
 
-const isNode = typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
+import { isNode, nodeImport } from './env.mjs';
+import { FetchError } from './errors.mjs';
+
 // Both files are referenced as `new URL('…', import.meta.url)` with a literal path: bundlers copy
 // them as assets and rewrite the URLs. The glue is then imported by URL at run time, not bundled:
 // it stays one file next to its wasm, and a worker bundle needs no code splitting (Vite builds
 // workers as classic scripts by default) and no top-level await (which the glue has on Node).
 const glueUrl = new URL('../../dist/wasm/attnlens.mjs', import.meta.url);
 const wasmUrl = new URL('../../dist/wasm/attnlens.wasm', import.meta.url);
-
-/**
- * import() of a Node built-in by a computed name, so that bundlers neither resolve it nor split a
- * chunk for it: it only ever runs in Node.
- */
-export const nodeImport = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */ name);
 
 let modulePromise = null;
 
@@ -35,10 +31,7 @@ async function instantiate(imports) {
   } catch (e) {
     throw new Error(`AttnLens could not download its WebAssembly module from ${wasmUrl.href}: ${e.message}`, { cause: e });
   }
-  if (!response.ok) {
-    const { FetchError } = await import('./sources.mjs');
-    throw new FetchError(wasmUrl.href, response.status, response.statusText);
-  }
+  if (!response.ok) throw new FetchError(wasmUrl.href, response.status, response.statusText);
   if (typeof WebAssembly.instantiateStreaming === 'function' && /^application\/wasm\b/.test(response.headers.get('content-type') ?? ''))
     return WebAssembly.instantiateStreaming(response, imports);
   return WebAssembly.instantiate(await response.arrayBuffer(), imports);  // served with another type
@@ -108,5 +101,3 @@ export function getModule() {
   }
   return modulePromise;
 }
-
-export { isNode };

@@ -9,9 +9,10 @@
 // does not can be handed a Worker instead: `loadModel(src, { worker: new Worker(url) })` where url
 // serves attnlens/worker (web/src/worker.mjs); that worker is then yours to terminate.
 import { Attentions } from './attentions.mjs';
-import { FetchError, checkSource } from './sources.mjs';
+import { isNode, nodeImport } from './env.mjs';
+import { FetchError, abortError, throwIfAborted } from './errors.mjs';
+import { checkSource } from './sources.mjs';
 import * as check from './validate.mjs';
-import { isNode, nodeImport } from './wasm.mjs';
 
 const WORKER_FILE = './worker.mjs';  // Node path: a variable, so bundlers do not copy it as an asset
 const STREAM_WINDOW = 1;             // steps the worker may run ahead of a stream's consumer (abort: ≤ 1 extra token)
@@ -181,10 +182,6 @@ function generationOptions(o) {
   return out;
 }
 
-function abortReason(signal) {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
-}
-
 /** The proxy loadModel(…, { worker }) returns: Model's API, every method async. */
 export class WorkerModel {
   #channel;
@@ -295,7 +292,7 @@ export class WorkerModel {
       result: null,
       async *[Symbol.asyncIterator]() {
         model.#alive();
-        if (signal?.aborted) throw abortReason(signal);
+        throwIfAborted(signal);
         const steps = [];
         let notify = null;
         let settled = null;
@@ -361,7 +358,7 @@ export class WorkerModel {
 export async function loadModelInWorker(source, options = {}) {
   checkSource(source);
   const { signal, onProgress } = options;
-  if (signal?.aborted) throw abortReason(signal);
+  throwIfAborted(signal);
   const owned = !(options.worker && typeof options.worker === 'object');
   const worker = owned ? await createWorker() : options.worker;
   const channel = new Channel(worker, owned);
@@ -394,7 +391,7 @@ export async function loadModelInWorker(source, options = {}) {
     return new WorkerModel(channel, reply);
   } catch (e) {
     channel.close(e);
-    if (signal?.aborted) throw abortReason(signal);
+    throwIfAborted(signal);
     throw e;
   } finally {
     if (abort) signal?.removeEventListener('abort', abort);

@@ -11,11 +11,9 @@
 //   → { id, op: 'abort' }                           aborts that request (load or stream)
 //   → { id, op: 'dispose', model } / { id, op: 'engineInfo' } / { id, op: 'hello' } (is this our worker?)
 //   replies: { id, type: 'result', value } or { id, type: 'error', error: { name, message, status, … } }
+import { isNode, nodeImport } from './env.mjs';
 import { loadModelHere } from './model.mjs';
-import { getModule, nodeImport } from './wasm.mjs';
-
-const isNode = typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined' &&
-  typeof WorkerGlobalScope === 'undefined';
+import { getModule } from './wasm.mjs';
 
 let post;  // (message, transfer) => void
 const models = new Map();     // model id → Model

@@ -4,6 +4,15 @@ import { formatBytes, formatCount, h } from '../format.mjs';
 
 const KIND = { 'decoder-only': 'decoder-only', 'encoder-decoder': 'encoder–decoder', 'encoder-only': 'encoder-only' };
 
+// What the model holds: model.info at load, or model.memory() now (its KV cache grows with use).
+function memoryLine(m) {
+  const parts = [`files ${formatBytes(m.fileBytes)}`];
+  if (m.ownedBytes) parts.push(`converted copies ${formatBytes(m.ownedBytes)}`);
+  parts.push(`KV cache ${formatBytes(m.kvCacheBytes)}`);
+  if (m.scratchBytes) parts.push(`scratch ${formatBytes(m.scratchBytes)}`);
+  return `${formatBytes(m.modelBytes ?? m.memoryBytes)} (${parts.join(' + ')})`;
+}
+
 /** Renders `model` ({name, info, description}) and the engine's memory (model.api.memory()) into el. */
 export function renderModelCard(el, model, memory = null) {
   if (!model) {
@@ -21,7 +30,7 @@ export function renderModelCard(el, model, memory = null) {
     ['Width', `${i.dModel} (feed-forward ${i.dFF})`],
     ['Context', `${i.contextLength} tokens`],
     ['Vocabulary', `${i.vocabSize} tokens${i.tokenizer ? ` · ${i.tokenizer.kind}` : ''}`],
-    ['Memory', `${formatBytes(i.memoryBytes)} (weights ${formatBytes(i.fileBytes)} + KV cache ${formatBytes(i.kvCacheBytes)})`],
+    ['Memory', memoryLine(memory ?? i)],
   ];
   if (memory) rows.push(['Engine heap', `${formatBytes(memory.allocatedBytes)} in use of ${formatBytes(memory.heapBytes)} wasm memory`]);
   const dl = h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', { text: k }), h('dd', { text: v, dataset: { fact: k.toLowerCase().replace(/\s+/g, '-') } })]));

@@ -1,0 +1,41 @@
+// The shape of the JS package's sources (web/src): no import cycle between its modules, and the
+// helpers that must exist once (isNode, the abort error) are defined once.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { root } from './fixtures/models.mjs';
+
+const dir = join(root, 'web/src');
+const files = readdirSync(dir).filter((f) => f.endsWith('.mjs'));
+const source = Object.fromEntries(files.map((f) => [f, readFileSync(join(dir, f), 'utf8')]));
+
+// Static `import … from './x.mjs'` / `export … from './x.mjs'` and dynamic `import('./x.mjs')`.
+function importsOf(text) {
+  const out = new Set();
+  for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)['"]\.\/([\w.-]+\.mjs)['"]/gm)) out.add(m[1]);
+  return [...out];
+}
+
+test('web/src: no import cycle (static or dynamic)', () => {
+  const graph = Object.fromEntries(files.map((f) => [f, importsOf(source[f])]));
+  for (const [f, deps] of Object.entries(graph)) for (const d of deps) assert.ok(files.includes(d), `${f} imports ./${d}, which does not exist`);
+  assert.ok(graph['sources.mjs'].length && graph['wasm.mjs'].length, 'the import scanner sees imports');
+  const state = {};
+  const visit = (f, path) => {
+    if (state[f] === 'done') return;
+    assert.notEqual(state[f], 'open', `import cycle: ${[...path, f].join(' → ')}`);
+    state[f] = 'open';
+    for (const d of graph[f]) visit(d, [...path, f]);
+    state[f] = 'done';
+  };
+  for (const f of files) visit(f, []);
+});
+
+test('web/src: one isNode, one abort-error helper, one FetchError', () => {
+  const defining = (re) => files.filter((f) => re.test(source[f]));
+  assert.deepEqual(defining(/\b(const|let|var|function)\s+isNode\b/), ['env.mjs']);
+  assert.deepEqual(defining(/new DOMException\(\s*'[^']*abort/i), ['errors.mjs']);
+  assert.deepEqual(defining(/class FetchError\b/), ['errors.mjs']);
+  assert.deepEqual(defining(/JSON\.parse\(/).filter((f) => f !== 'sources.mjs'), [], 'no JSON text from the engine is parsed in JS');
+});
