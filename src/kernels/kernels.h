@@ -51,14 +51,25 @@ void mul(float* y, const float* x, int n) noexcept;         // y *= x   (gated F
 void add(float* y, const float* x, int n) noexcept;         // y += x   (residual)
 void axpy(float a, const float* x, float* y, int n) noexcept;  // y += a·x  (attention's weighted sum)
 void scale(float* x, float s, int n) noexcept;              // x *= s
+void softcap(float* x, int n, float cap) noexcept;          // x = cap·tanh(x/cap)   (Gemma 2 logit soft-capping)
+
+// ---- attention rows (nn/attention.cpp calls these per head and query) -----------------------
+// scores[j] = scale · (q · k_j) for j < count; key j is head_dim floats at k + j·stride.
+void attention_scores(const float* q, const float* k, size_t stride, int head_dim, int count, float scale,
+                      float* scores) noexcept;
+// out[d] = Σ_j p[j] · v_j[d] for d < head_dim, j < count; value j at v + j·stride. Keys with
+// p[j] == 0 are skipped: their values are never read (masked keys may be uninitialised).
+void attention_values(const float* p, const float* v, size_t stride, int head_dim, int count, float* out) noexcept;
 
 // ---- rotary position embedding --------------------------------------------------------------
-// Rotates each head of x[n_heads, head_dim] by the angles whose cos/sin are given per pair
-// (cos[head_dim/2], sin[head_dim/2], one position). Two conventions for which dims form a pair:
-//   adjacent (llama2.c, GGUF/llama.cpp, the RoFormer paper): (x[2i], x[2i+1])
-//   half     (Hugging Face Llama, GPT-NeoX "rotate_half"):  (x[i], x[i + head_dim/2])
-void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept;
-void rope_half(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept;
+// Rotates the first rot_dims dimensions of each head of x[n_heads, head_dim] by the angles whose
+// cos/sin are given per pair (cos[rot_dims/2], sin[rot_dims/2], one position); dimensions
+// rot_dims … head_dim−1 are left as they are (partial rotary: GPT-NeoX rotary_pct, Phi). rot_dims
+// is even and ≤ head_dim. Two conventions for which dims form a pair:
+//   adjacent (llama2.c, GGUF/llama.cpp "norm" rope, the RoFormer paper): (x[2i], x[2i+1])
+//   half     (Hugging Face, GPT-NeoX "rotate_half", llama.cpp "neox" rope): (x[i], x[i + rot_dims/2])
+void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim, int rot_dims) noexcept;
+void rope_half(float* x, const float* cos, const float* sin, int n_heads, int head_dim, int rot_dims) noexcept;
 
 // Which instruction set the vector code was compiled for ("sse4.1" in wasm: mapped to SIMD128).
 const char* simd_arch_name() noexcept;
@@ -86,8 +97,12 @@ void mul(float* y, const float* x, int n) noexcept;
 void add(float* y, const float* x, int n) noexcept;
 void axpy(float a, const float* x, float* y, int n) noexcept;
 void scale(float* x, float s, int n) noexcept;
-void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept;
-void rope_half(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept;
+void softcap(float* x, int n, float cap) noexcept;
+void attention_scores(const float* q, const float* k, size_t stride, int head_dim, int count, float scale,
+                      float* scores) noexcept;
+void attention_values(const float* p, const float* v, size_t stride, int head_dim, int count, float* out) noexcept;
+void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim, int rot_dims) noexcept;
+void rope_half(float* x, const float* cos, const float* sin, int n_heads, int head_dim, int rot_dims) noexcept;
 }  // namespace ref
 
 }  // namespace attnlens::kernels

@@ -154,10 +154,10 @@ void scale(float* x, float s, int n) noexcept {
   for (int i = 0; i < n; ++i) x[i] *= s;
 }
 
-void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept {
+void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim, int rot_dims) noexcept {
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
-    for (int i = 0; i < head_dim / 2; ++i) {
+    for (int i = 0; i < rot_dims / 2; ++i) {
       float a = v[2 * i], b = v[2 * i + 1];
       v[2 * i] = a * cos[i] - b * sin[i];
       v[2 * i + 1] = a * sin[i] + b * cos[i];
@@ -165,8 +165,8 @@ void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, in
   }
 }
 
-void rope_half(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept {
-  const int half = head_dim / 2;
+void rope_half(float* x, const float* cos, const float* sin, int n_heads, int head_dim, int rot_dims) noexcept {
+  const int half = rot_dims / 2;
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
     for (int i = 0; i < half; ++i) {

@@ -186,18 +186,18 @@ struct SwapPairs {
   static constexpr unsigned get(unsigned i, unsigned) { return i ^ 1u; }
 };
 
-void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept {
+void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim, int rot_dims) noexcept {
   constexpr int kMaxHeadDim = 512;
-  if (head_dim > kMaxHeadDim || head_dim % W != 0) return ref::rope_adjacent(x, cos, sin, n_heads, head_dim);
+  if (rot_dims > kMaxHeadDim || rot_dims % W != 0) return ref::rope_adjacent(x, cos, sin, n_heads, head_dim, rot_dims);
   alignas(64) float c2[kMaxHeadDim], s2[kMaxHeadDim];
-  for (int i = 0; i < head_dim / 2; ++i) {
+  for (int i = 0; i < rot_dims / 2; ++i) {
     c2[2 * i] = c2[2 * i + 1] = cos[i];
     s2[2 * i] = -sin[i];
     s2[2 * i + 1] = sin[i];
   }
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
-    for (int i = 0; i < head_dim; i += W) {
+    for (int i = 0; i < rot_dims; i += W) {
       Vec a = load(v + i);
       Vec swapped = xsimd::swizzle(a, xsimd::make_batch_constant<xsimd::batch<uint32_t, Vec::arch_type>, SwapPairs>());
       store(v + i, a * Vec::load_aligned(c2 + i) + swapped * Vec::load_aligned(s2 + i));
@@ -205,8 +205,8 @@ void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, in
   }
 }
 
-void rope_half(float* x, const float* cos, const float* sin, int n_heads, int head_dim) noexcept {
-  const int half = head_dim / 2;
+void rope_half(float* x, const float* cos, const float* sin, int n_heads, int head_dim, int rot_dims) noexcept {
+  const int half = rot_dims / 2;
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
     int i = 0;

@@ -65,7 +65,7 @@ class Bert : public Model {
         weights = s.recorder->slot(nn::AttentionKind::Encoder, l, info_.n_heads, n, n, 0);
         heads = s.recorder->head_mask(info_.n_heads);
       }
-      nn::encoder_layer(w_.layers[l], x, n, 0, nullptr, l, {}, weights, heads, s.arena);
+      nn::encoder_layer(w_.layers[l], x, nn::Pass{n, 0, nullptr, l}, {}, {weights, heads}, s.arena);
     }
     s.memory_length = n;
     return x;

@@ -8,6 +8,7 @@ namespace attnlens::models {
 
 const nlohmann::json& ConfigReader::get(const std::string& key) const {
   AL_CHECK(has(key), source_, ": missing \"", key, "\"");
+  read_.insert(key);
   return j_.at(key);
 }
 

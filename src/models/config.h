@@ -1,5 +1,6 @@
 // Reading hyper-parameters from config.json / GGUF metadata with errors that name the file and key.
 #pragma once
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -21,11 +22,15 @@ class ConfigReader {
   std::string string(const std::string& key, const std::string& fallback) const;
   const nlohmann::json& json() const { return j_; }
   const std::string& source() const { return source_; }
+  // Keys read so far (by the getters above, or marked): what a builder applied.
+  bool was_read(const std::string& key) const { return read_.count(key) != 0; }
+  void mark_read(const std::string& key) const { read_.insert(key); }
 
  private:
   const nlohmann::json& get(const std::string& key) const;
   const nlohmann::json& j_;
   std::string source_;
+  mutable std::set<std::string> read_;
 };
 
 }  // namespace attnlens::models

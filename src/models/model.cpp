@@ -24,7 +24,7 @@ ModelInfo make_info(const std::string& architecture, ModelKind kind, const Shape
   info.n_encoder_layers = s.n_encoder_layers;
   info.n_heads = s.n_heads;
   info.n_kv_heads = s.n_kv_heads;
-  info.head_dim = s.d_model / s.n_heads;
+  info.head_dim = s.head_dim > 0 ? s.head_dim : s.d_model / s.n_heads;
   info.d_ff = s.d_ff;
   info.vocab_size = s.vocab_size;
   info.context_length = s.context_length;

@@ -49,6 +49,7 @@ class Weights;
 struct Shape {
   int d_model, n_layers, n_heads, n_kv_heads, d_ff, vocab_size, context_length;
   int n_encoder_layers = 0;
+  int head_dim = 0;  // 0: d_model / n_heads
 };
 ModelInfo make_info(const std::string& architecture, ModelKind kind, const Shape& s, const std::string& positions,
                     const Weights& w);

@@ -49,7 +49,7 @@ class Seq2Seq : public Model {
     embed(tokens, n, 0, x);
     for (int l = 0; l < int(w_.encoder.size()); ++l) {
       auto [weights, heads] = slot(s, nn::AttentionKind::Encoder, l, n, n, 0);
-      nn::encoder_layer(w_.encoder[l], x, n, 0, nullptr, l, {}, weights, heads, s.arena);
+      nn::encoder_layer(w_.encoder[l], x, nn::Pass{n, 0, nullptr, l}, {}, {weights, heads}, s.arena);
     }
     if (w_.encoder_norm.dim) nn::norm(w_.encoder_norm, x, n, x);
     // The decoder's cross-attention keys/values of this source, once for every step to come.
@@ -71,7 +71,8 @@ class Seq2Seq : public Model {
       auto [self_w, heads] = slot(s, nn::AttentionKind::Self, l, n, pos0 + n, pos0);
       float* cross_w = s.recorder ? s.recorder->slot(nn::AttentionKind::Cross, l, info_.n_heads, n, s.memory_length, pos0)
                                   : nullptr;
-      nn::decoder_layer(w_.decoder[l], y, n, pos0, s.cache, l, s.memory[l], nullptr, self_w, cross_w, heads, s.arena);
+      nn::decoder_layer(w_.decoder[l], y, nn::Pass{n, pos0, &s.cache, l}, s.memory[l], {}, {{self_w, heads}, {cross_w, heads}},
+                        s.arena);
     }
     s.cache.advance(n);
     const int rows = all_logits ? n : 1;

@@ -40,6 +40,7 @@ const float* Weights::as_f32(const TensorView& t) {
 
 const float* Weights::vector(const std::string& name, int64_t n) {
   const TensorView& t = tensors_.get(name);
+  used_.insert(name);
   AL_CHECK(t.numel() == n && (t.shape.size() == 1 || (t.shape.size() == 2 && t.shape[0] == 1)), tensors_.context,
            tensors_.context.empty() ? "" : ": ", "tensor ", name, " has shape ", t.shape_str(), ", expected [", n, "]");
   count(n, size_t(n) * sizeof(float));
@@ -60,6 +61,7 @@ nn::Matrix Weights::quantized_or_f32(const std::string& name, const float* f, in
 
 nn::Matrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols, bool tied) {
   const TensorView& t = tensors_.get(name, {rows, cols});
+  used_.insert(name);
   nn::Matrix m = t.dtype == DType::Q8_0 ? nn::Matrix{DType::Q8_0, int(rows), int(cols), t.data}
                                         : quantized_or_f32(name, as_f32(t), rows, cols);
   count(tied ? 0 : rows * cols, m.bytes());
@@ -69,6 +71,7 @@ nn::Matrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols, 
 
 nn::Matrix Weights::matrix_transposed(const std::string& name, int64_t rows, int64_t cols) {
   const TensorView& t = tensors_.get(name, {cols, rows});
+  used_.insert(name);
   AL_CHECK(t.dtype != DType::Q8_0, tensors_.context, ": tensor ", name, " is q8_0 but stored transposed [in, out]; ",
            "q8_0 blocks must run along the input dimension");
   const float* src = as_f32(t);  // [cols, rows]
@@ -83,6 +86,7 @@ nn::Matrix Weights::matrix_transposed(const std::string& name, int64_t rows, int
 
 nn::Matrix Weights::table(const std::string& name, int64_t rows, int64_t cols) {
   const TensorView& t = tensors_.get(name, {rows, cols});
+  used_.insert(name);
   // Only the looked-up rows are read: count the parameters, not the bytes.
   count(rows * cols, 0);
   if (t.dtype == DType::Q8_0) return nn::Matrix{DType::Q8_0, int(rows), int(cols), t.data};
@@ -102,6 +106,52 @@ nn::Norm Weights::layer_norm(const std::string& prefix, int dim, float eps) {
 
 nn::Norm Weights::rms_norm(const std::string& weight, int dim, float eps) {
   return nn::Norm{nn::NormKind::RMSNorm, dim, vector(weight, dim), nullptr, eps};
+}
+
+nn::Norm Weights::rms_norm(const std::string& weight, int dim, float eps, float offset) {
+  nn::Norm n = rms_norm(weight, dim, eps);
+  if (offset == 0.f) return n;
+  float* g = own(size_t(dim));
+  for (int i = 0; i < dim; ++i) g[i] = offset + n.gamma[i];
+  n.gamma = g;
+  return n;
+}
+
+nn::Matrix Weights::matrix_rows(const std::string& name, int64_t rows, int64_t cols,
+                                const std::function<int64_t(int64_t)>& src_row) {
+  const TensorView& t = tensors_.get(name, {rows, cols});
+  used_.insert(name);
+  AL_CHECK(t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16, tensors_.context, ": tensor ",
+           name, " has type ", dtype_name(t.dtype), "; its rows must be reordered at load, which needs f32, f16 or bf16");
+  const float* src = as_f32(t);
+  float* dst = own(size_t(rows) * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t s = src_row(r);
+    AL_CHECK(s >= 0 && s < rows, "row map of ", name, " is out of range");
+    std::memcpy(dst + r * cols, src + s * cols, sizeof(float) * size_t(cols));
+  }
+  nn::Matrix m = quantized_or_f32(name + ".reordered", dst, rows, cols);
+  count(rows * cols, m.bytes());
+  count_matrix(m.dtype);
+  return m;
+}
+
+const float* Weights::vector_rows(const std::string& name, int64_t n, const std::function<int64_t(int64_t)>& src) {
+  const float* v = vector(name, n);
+  float* dst = own(size_t(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t s = src(i);
+    AL_CHECK(s >= 0 && s < n, "element map of ", name, " is out of range");
+    dst[i] = v[s];
+  }
+  return dst;
+}
+
+std::vector<std::string> Weights::unused() const {
+  std::vector<std::string> out;
+  for (const auto& [name, t] : tensors_.all())
+    if (!used_.count(name)) out.push_back(name);
+  return out;
 }
 
 std::string Weights::matrix_dtype() const {

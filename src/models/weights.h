@@ -3,7 +3,9 @@
 // tensors are widened to f32 once, at load, into buffers this object owns; Conv1D weights (GPT-2's
 // [in, out]) are transposed once. On request, f32 matrices are quantized to q8_0 at load.
 #pragma once
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,19 @@ class Weights {
   // LayerNorm from "<prefix>.weight" and "<prefix>.bias"; RMSNorm from one weight.
   nn::Norm layer_norm(const std::string& prefix, int dim, float eps);
   nn::Norm rms_norm(const std::string& weight, int dim, float eps);
+  // RMSNorm applied as (offset + w) ⊙ x̂ (Hugging Face Gemma stores w for 1 + w): the sum is made
+  // once, at load, into a copy.
+  nn::Norm rms_norm(const std::string& weight, int dim, float eps, float offset);
+  // A matrix [rows, cols] whose row r is row src_row(r) of the stored [rows, cols] tensor (a
+  // reordered f32 copy; HF GPT-NeoX's per-head [q k v] rows put in [Q; K; V] order), and the same
+  // for a vector.
+  nn::Matrix matrix_rows(const std::string& name, int64_t rows, int64_t cols,
+                         const std::function<int64_t(int64_t)>& src_row);
+  const float* vector_rows(const std::string& name, int64_t n, const std::function<int64_t(int64_t)>& src);
+
+  // Every tensor of the file must be applied: the names no call above has read (nor mark_used).
+  std::vector<std::string> unused() const;
+  void mark_used(const std::string& name) { used_.insert(name); }
 
   const TensorMap& tensors() const { return tensors_; }
   // Totals over everything handed out so far: parameters, and bytes the kernels will read.
@@ -70,6 +85,7 @@ class Weights {
   WeightFormat format_;
   WeightStorage storage_;
   std::map<std::string, nn::Matrix> quantized_;  // by tensor name: a tied tensor is quantized once
+  std::set<std::string> used_;                   // tensors read so far
   int64_t params_ = 0;
   int q8_matrices_ = 0, f32_matrices_ = 0;
   size_t bytes_read_ = 0;

@@ -1,11 +1,12 @@
 // Scaled dot-product attention (seed 001 §"Scaled Dot-Product Attention"):
 //
-//   Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k + mask + bias) · V
+//   Attention(Q, K, V) = softmax(cap(scale · Q·Kᵀ) + mask + bias) · V,   scale = 1/√d_k by default
 //
 // for n queries against m keys, for every head at once. Self-attention passes keys computed from
 // the same sequence (m = n, or the cached prefix + n); cross-attention passes keys from another
 // sequence (an encoder's output), so m ≠ n in general. Grouped-query / multi-query attention: query
-// head h reads key/value head h / (n_heads / n_kv_heads).
+// head h reads key/value head h / (n_heads / n_kv_heads). The inner loops (scores of one query,
+// weighted sum of the values) are kernels::attention_scores / attention_values.
 #pragma once
 #include <cstdint>
 
@@ -17,7 +18,10 @@ struct AttentionShape {
   int n_heads = 1;
   int n_kv_heads = 1;  // divides n_heads; == n_heads for plain multi-head attention
   int head_dim = 1;    // d_k = d_v
-  float scale = 0.f;   // multiplies Q·Kᵀ: 0 means the usual 1/√d_k; T5 uses 1 (its scaling is in the weights)
+  // How the dot products q·k become the softmax's logits:
+  float scale = 0.f;    // multiplies Q·Kᵀ: 0 means the usual 1/√d_k; T5 uses 1 (its scaling is in the weights),
+                        // Gemma 2/3 1/√query_pre_attn_scalar
+  float softcap = 0.f;  // > 0: s ← softcap·tanh(s/softcap), before masks and biases (Gemma 2)
   float score_scale() const;
 };
 
@@ -26,6 +30,10 @@ struct AttentionMask {
   // others get −∞ before the softmax, hence weight exactly 0.
   bool causal = false;
   int q_pos0 = 0;  // position of query 0 among the keys (the cached prefix length)
+  // Sliding window (causal only): > 0 means the query at position p also loses the keys
+  // j ≤ p − window, i.e. it sees the `window` positions p − window + 1 … p (Mistral, Gemma 2/3's local
+  // layers). Their weights are exactly 0, like the causal ones.
+  int window = 0;
   // Key padding mask: key_padding[j] != 0 means key j is padding and is ignored by every query.
   const uint8_t* key_padding = nullptr;
   // Arbitrary additive bias on the scaled scores: [bias_heads][n][m], bias_heads 1 (broadcast to
@@ -33,18 +41,35 @@ struct AttentionMask {
   const float* bias = nullptr;
   int bias_heads = 1;
   // Position-dependent bias (ALiBi, T5 relative buckets), computed per row; null for none.
+  // Not combined with a sliding window.
   const PositionBias* position_bias = nullptr;
 };
 
-// q:   [n][q_stride], head h at q + h·head_dim
-// k,v: [m][kv_stride], kv head g at k + g·head_dim
-// out: [n][out_stride], head h written at out + h·head_dim (the "concat" of the heads)
-// weights: null, or [n_heads][n][m] receiving the post-softmax weights of the heads whose
-//          head_mask entry is non-zero (all heads if head_mask is null)
+// The operands: q [n][q_stride], head h at q + h·head_dim; k, v [m][kv_stride], kv head g at
+// k + g·head_dim.
+struct AttentionInput {
+  const float* q = nullptr;
+  int q_stride = 0;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int kv_stride = 0;
+  int n = 0;  // queries
+  int m = 0;  // keys
+};
+
+// Where the results go: out [n][out_stride], head h written at out + h·head_dim (the "concat" of
+// the heads); weights null, or [n_heads][n][m] receiving the post-softmax weights of the heads whose
+// head_mask entry is non-zero (all heads if head_mask is null), zeros at every masked key.
+struct AttentionOutput {
+  float* out = nullptr;
+  int out_stride = 0;
+  float* weights = nullptr;
+  const unsigned char* head_mask = nullptr;
+};
+
 // A query whose keys are all masked gets zero weights and a zero output (PyTorch would give NaN).
-void scaled_dot_product_attention(const float* q, int q_stride, const float* k, const float* v, int kv_stride,
-                                  int n, int m, const AttentionShape& shape, const AttentionMask& mask, float* out,
-                                  int out_stride, float* weights = nullptr, const unsigned char* head_mask = nullptr);
+void scaled_dot_product_attention(const AttentionInput& in, const AttentionShape& shape, const AttentionMask& mask,
+                                  const AttentionOutput& out);
 
 // The same for the common single-head contiguous case: Q [n, d], K [m, d], V [m, d] → out [n, d].
 void attention(const float* q, const float* k, const float* v, int n, int m, int d, const AttentionMask& mask,

@@ -1,5 +1,7 @@
 #include "nn/layers.h"
 
+#include <utility>
+
 #include "core/error.h"
 #include "kernels/kernels.h"
 
@@ -11,6 +13,11 @@ void check_encoder_layer(const EncoderLayer& l, const std::string& what) {
   check_feed_forward(l.ffn, d, what + ".ffn");
   check_norm(l.norm1, d, what + ".norm1");
   check_norm(l.norm2, d, what + ".norm2");
+  const bool post_norms = l.post_norm1.gamma || l.post_norm2.gamma;
+  AL_CHECK(l.placement == NormPlacement::Pre || (!post_norms && !l.parallel), what,
+           ": output norms and the parallel residual need a pre-LN layer");
+  if (l.post_norm1.gamma) check_norm(l.post_norm1, d, what + ".post_norm1");
+  if (l.post_norm2.gamma) check_norm(l.post_norm2, d, what + ".post_norm2");
 }
 
 void check_decoder_layer(const DecoderLayer& l, const std::string& what) {
@@ -26,47 +33,80 @@ void check_decoder_layer(const DecoderLayer& l, const std::string& what) {
 
 namespace {
 
-// One residual sub-layer: x ← Norm(x + f(x)) (post) or x ← x + f(Norm(x)) (pre).
+// The norms around one sub-layer.
+struct Around {
+  NormPlacement placement;
+  const Norm& norm;
+  const Norm* post = nullptr;  // pre-LN output norm, or null
+};
+
+// One residual sub-layer: x ← Norm(x + f(x)) (post) or x ← x + Post(f(Norm(x))) (pre).
 template <class Sublayer>
-void residual(NormPlacement placement, const Norm& nrm, float* x, int n, Arena& arena, Sublayer f) {
+void residual(const Around& a, float* x, int n, Arena& arena, Sublayer f) {
   ArenaScope scope(arena);
-  const size_t size = size_t(n) * nrm.dim;
+  const size_t size = size_t(n) * a.norm.dim;
   float* y = arena.alloc(size);
-  if (placement == NormPlacement::Pre) {
+  if (a.placement == NormPlacement::Pre) {
     float* h = arena.alloc(size);
-    norm(nrm, x, n, h);
+    norm(a.norm, x, n, h);
     f(h, y);
+    if (a.post && a.post->gamma) {
+      norm(*a.post, y, n, h);
+      y = h;
+    }
     kernels::add(x, y, int(size));
   } else {
     f(x, y);
     kernels::add(y, x, int(size));
-    norm(nrm, y, n, x);
+    norm(a.norm, y, n, x);
   }
 }
 
 }  // namespace
 
-void encoder_layer(const EncoderLayer& l, float* x, int n, int pos0, KVCache* cache, int layer,
-                   const SelfAttentionOptions& opt, float* weights, const unsigned char* head_mask, Arena& arena) {
-  residual(l.placement, l.norm1, x, n, arena, [&](const float* in, float* out) {
-    self_attention(l.self_attn, in, n, pos0, cache, layer, opt, out, weights, head_mask, arena);
-  });
-  residual(l.placement, l.norm2, x, n, arena,
-           [&](const float* in, float* out) { feed_forward(l.ffn, in, n, out, arena); });
+void encoder_layer(const EncoderLayer& l, float* x, const Pass& pass, const SelfAttentionOptions& opt,
+                   const AttentionCapture& capture, Arena& arena) {
+  const int n = pass.n;
+  auto attention = [&](const float* in, float* out) { self_attention(l.self_attn, in, pass, opt, capture, out, arena); };
+  auto ffn = [&](const float* in, float* out) { feed_forward(l.ffn, in, n, out, arena); };
+  if (l.parallel) {  // x + (Attn(Norm₁(x)) + FFN(Norm₂(x))), both from the same x
+    ArenaScope scope(arena);
+    const size_t size = size_t(n) * l.norm1.dim;
+    float* h = arena.alloc(size);  // a normalised input
+    float* t = arena.alloc(size);  // an output norm's result
+    float* ya = arena.alloc(size);
+    float* yf = arena.alloc(size);
+    auto branch = [&](const Norm& pre, const Norm& post, auto f, float*& y) {
+      norm(pre, x, n, h);
+      f(h, y);
+      if (post.gamma) {
+        norm(post, y, n, t);
+        std::swap(y, t);
+      }
+    };
+    branch(l.norm1, l.post_norm1, attention, ya);
+    branch(l.norm2, l.post_norm2, ffn, yf);
+    kernels::add(ya, yf, int(size));
+    kernels::add(x, ya, int(size));
+    return;
+  }
+  residual({l.placement, l.norm1, &l.post_norm1}, x, n, arena, attention);
+  residual({l.placement, l.norm2, &l.post_norm2}, x, n, arena, ffn);
 }
 
-void decoder_layer(const DecoderLayer& l, float* x, int n, int pos0, KVCache& cache, int layer,
-                   const CrossMemory& memory, const uint8_t* memory_padding, float* self_weights,
-                   float* cross_weights, const unsigned char* head_mask, Arena& arena) {
-  SelfAttentionOptions causal;
-  causal.causal = true;
-  residual(l.placement, l.norm1, x, n, arena, [&](const float* in, float* out) {
-    self_attention(l.self_attn, in, n, pos0, &cache, layer, causal, out, self_weights, head_mask, arena);
+void decoder_layer(const DecoderLayer& l, float* x, const Pass& pass, const CrossMemory& memory,
+                   const DecoderLayerOptions& opt, const DecoderCapture& capture, Arena& arena) {
+  AL_CHECK(pass.cache != nullptr, "decoder layer: a KV cache is required");
+  SelfAttentionOptions self = opt.self;
+  self.causal = true;
+  const int n = pass.n;
+  residual({l.placement, l.norm1}, x, n, arena, [&](const float* in, float* out) {
+    self_attention(l.self_attn, in, pass, self, capture.self, out, arena);
   });
-  residual(l.placement, l.norm2, x, n, arena, [&](const float* in, float* out) {
-    cross_attention(l.cross_attn, in, n, memory, memory_padding, out, cross_weights, head_mask, arena);
+  residual({l.placement, l.norm2}, x, n, arena, [&](const float* in, float* out) {
+    cross_attention(l.cross_attn, in, n, memory, opt.cross, capture.cross, out, arena);
   });
-  residual(l.placement, l.norm3, x, n, arena,
+  residual({l.placement, l.norm3}, x, n, arena,
            [&](const float* in, float* out) { feed_forward(l.ffn, in, n, out, arena); });
 }
 

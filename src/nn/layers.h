@@ -2,10 +2,14 @@
 //
 // Encoder layer:  self-attention → FFN, each wrapped in a residual connection and a LayerNorm.
 // Decoder layer:  masked self-attention → cross-attention to the encoder output → FFN.
-// Two arrangements of the norms:
-//   post-LN (original Transformer, BERT):  x = Norm(x + Sublayer(x))
-//   pre-LN  (GPT-2, most modern models):   x = x + Sublayer(Norm(x))
-// A decoder-only model's block (GPT-2, Llama) is an encoder layer with a causal mask and a KV cache.
+// Arrangements of the norms around a sub-layer f:
+//   post-LN (original Transformer, BERT):   x = Norm(x + f(x))
+//   pre-LN  (GPT-2, most modern models):    x = x + f(Norm(x))
+//   sandwich (Gemma 2/3, pre-LN + a norm on the output):  x = x + PostNorm(f(Norm(x)))
+// and, for pre-LN layers, the parallel residual of GPT-NeoX / Phi-2 / GPT-J, where attention and the
+// FFN read the same input:   x = x + Attn(Norm₁(x)) + FFN(Norm₂(x)).
+// A decoder-only model's block (GPT-2, Llama, Gemma, GPT-NeoX, …) is an encoder layer with a causal
+// mask and a KV cache.
 #pragma once
 #include <string>
 
@@ -23,6 +27,10 @@ struct EncoderLayer {
   FeedForward ffn;
   Norm norm1, norm2;  // around self-attention and the FFN
   NormPlacement placement = NormPlacement::Post;
+  // Pre-LN only, optional (gamma null = absent): norms of the sub-layers' outputs before the
+  // residual add (Gemma 2/3's post_attention_norm and post_ffw_norm).
+  Norm post_norm1, post_norm2;
+  bool parallel = false;  // pre-LN only: attention and FFN both read the layer's input
 };
 
 struct DecoderLayer {
@@ -35,16 +43,23 @@ struct DecoderLayer {
 void check_encoder_layer(const EncoderLayer& l, const std::string& what);
 void check_decoder_layer(const DecoderLayer& l, const std::string& what);
 
-// x [n, d_model] in place. `opt` chooses bidirectional (encoder: key padding) or causal + cache
-// (decoder-only block); weights: null or [n_heads][n][pos0+n].
-void encoder_layer(const EncoderLayer& l, float* x, int n, int pos0, KVCache* cache, int layer,
-                   const SelfAttentionOptions& opt, float* weights, const unsigned char* head_mask, Arena& arena);
+// x [n, d_model] in place: the tokens of `pass`. `opt` chooses bidirectional (encoder: key padding)
+// or causal + cache (decoder-only block); capture.weights: null or [n_heads][n][pos0+n].
+void encoder_layer(const EncoderLayer& l, float* x, const Pass& pass, const SelfAttentionOptions& opt,
+                   const AttentionCapture& capture, Arena& arena);
 
-// x [n, d_model] in place: the target tokens at positions pos0… (their self-attention keys/values
-// go to `cache`, layer `layer`), attending to the encoder output through `memory`.
-// self_weights: null or [n_heads][n][pos0+n]; cross_weights: null or [n_heads][n][memory.m].
-void decoder_layer(const DecoderLayer& l, float* x, int n, int pos0, KVCache& cache, int layer,
-                   const CrossMemory& memory, const uint8_t* memory_padding, float* self_weights,
-                   float* cross_weights, const unsigned char* head_mask, Arena& arena);
+struct DecoderLayerOptions {
+  SelfAttentionOptions self;    // `causal` is forced on
+  CrossAttentionOptions cross;  // the encoder output's padding, score scaling
+};
+struct DecoderCapture {
+  AttentionCapture self;   // [n_heads][n][pos0+n]
+  AttentionCapture cross;  // [n_heads][n][memory.m]
+};
+
+// x [n, d_model] in place: the target tokens of `pass` (a cache is required: their self-attention
+// keys/values go to pass.cache, layer pass.layer), attending to the encoder output through `memory`.
+void decoder_layer(const DecoderLayer& l, float* x, const Pass& pass, const CrossMemory& memory,
+                   const DecoderLayerOptions& opt, const DecoderCapture& capture, Arena& arena);
 
 }  // namespace attnlens::nn

@@ -26,6 +26,8 @@ void check_attention(const MultiHeadAttention& a, const std::string& what) {
     check_linear(a.v, a.d_model, a.kv_dim(), what + ".v");
   }
   check_linear(a.o, a.q_dim(), a.d_model, what + ".o");
+  if (a.q_norm.gamma) check_norm(a.q_norm, a.shape.head_dim, what + ".q_norm");
+  if (a.k_norm.gamma) check_norm(a.k_norm, a.shape.head_dim, what + ".k_norm");
 }
 
 namespace {
@@ -50,61 +52,76 @@ void project_qkv(const MultiHeadAttention& a, const float* x, int n, float* q, f
   }
 }
 
+// Normalises each head_dim slice of rows [n][heads·head_dim] in place.
+void norm_heads(const Norm& nrm, float* x, int n, int heads, Arena& arena) {
+  ArenaScope scope(arena);
+  const size_t size = size_t(n) * heads * nrm.dim;
+  float* t = arena.alloc(size);
+  norm(nrm, x, n * heads, t);
+  std::memcpy(x, t, size * sizeof(float));
+}
+
 }  // namespace
 
-void self_attention(const MultiHeadAttention& a, const float* x, int n, int pos0, KVCache* cache, int layer,
-                    const SelfAttentionOptions& opt, float* out, float* weights, const unsigned char* head_mask,
-                    Arena& arena) {
+void self_attention(const MultiHeadAttention& a, const float* x, const Pass& pass, const SelfAttentionOptions& opt,
+                    const AttentionCapture& capture, float* out, Arena& arena) {
+  const int n = pass.n, pos0 = pass.pos0;
+  KVCache* cache = pass.cache;
   check_finite(x, size_t(n) * a.d_model, "self-attention input");
   ArenaScope scope(arena);
   const int qd = a.q_dim(), kd = a.kv_dim();
   float* q = arena.alloc(size_t(n) * qd);
   float* k;
   float* v;
-  int kv_stride = kd;
   if (cache) {
     AL_CHECK(cache->kv_dim() == kd, "self-attention: KV cache rows have ", cache->kv_dim(), " values, expected ", kd);
     AL_CHECK(pos0 == cache->length(), "self-attention: tokens start at position ", pos0, " but the cache holds ",
              cache->length());
     cache->check_room(n);
-    k = cache->key(layer, pos0);  // new rows go straight into the cache
-    v = cache->value(layer, pos0);
+    k = cache->key(pass.layer, pos0);  // new rows go straight into the cache
+    v = cache->value(pass.layer, pos0);
   } else {
     AL_CHECK(pos0 == 0, "self-attention without a cache must start at position 0, got ", pos0);
     k = arena.alloc(size_t(n) * kd);
     v = arena.alloc(size_t(n) * kd);
   }
   project_qkv(a, x, n, q, k, v, arena);
+  if (a.q_norm.gamma) norm_heads(a.q_norm, q, n, a.shape.n_heads, arena);
+  if (a.k_norm.gamma) norm_heads(a.k_norm, k, n, a.shape.n_kv_heads, arena);
   if (opt.rope) {
     for (int i = 0; i < n; ++i) {
       opt.rope->apply(q + size_t(i) * qd, a.shape.n_heads, pos0 + i);
       opt.rope->apply(k + size_t(i) * kd, a.shape.n_kv_heads, pos0 + i);
     }
   }
-  const float* keys = cache ? cache->key(layer, 0) : k;
-  const float* values = cache ? cache->value(layer, 0) : v;
+  const int m = pos0 + n;  // keys: the cached prefix and the new tokens
+  const float* keys = cache ? cache->key(pass.layer, 0) : k;
+  const float* values = cache ? cache->value(pass.layer, 0) : v;
 
   AttentionMask mask;
   mask.causal = opt.causal;
   mask.q_pos0 = pos0;
+  mask.window = opt.window;
+  mask.key_padding = opt.key_padding;
   mask.bias = opt.bias;
   mask.bias_heads = opt.bias_heads;
   mask.position_bias = opt.position_bias ? opt.position_bias : a.position_bias;
   float* heads = arena.alloc(size_t(n) * qd);  // Concat(head_1 … head_h)
   if (opt.batch == 1) {
+    mask.window = opt.window;
     mask.key_padding = opt.key_padding;
-    const int m = pos0 + n;  // keys: the cached prefix and the new tokens
-    scaled_dot_product_attention(q, qd, keys, values, kv_stride, n, m, a.shape, mask, heads, qd, weights, head_mask);
+    scaled_dot_product_attention({q, qd, keys, values, kd, n, m}, a.shape, mask,
+                                 {heads, qd, capture.weights, capture.head_mask});
   } else {  // independent sequences of len rows: one attention each, over their own rows only
-    AL_CHECK(!cache && opt.batch > 0 && n % opt.batch == 0 && !opt.bias, "self-attention: a batch of ", opt.batch,
-             " sequences needs n (", n, ") divisible by it, no cache and no explicit bias");
+    AL_CHECK(!cache && opt.batch > 0 && n % opt.batch == 0 && !opt.bias && opt.window == 0, "self-attention: a batch of ",
+             opt.batch, " sequences needs n (", n, ") divisible by it, no cache, no explicit bias and no window");
     const int len = n / opt.batch;
     for (int b = 0; b < opt.batch; ++b) {
       const size_t row = size_t(b) * len;
       mask.key_padding = opt.key_padding ? opt.key_padding + row : nullptr;
-      float* w = weights ? weights + size_t(b) * a.shape.n_heads * len * len : nullptr;
-      scaled_dot_product_attention(q + row * qd, qd, keys + row * kd, values + row * kd, kv_stride, len, len, a.shape,
-                                   mask, heads + row * qd, qd, w, head_mask);
+      float* w = capture.weights ? capture.weights + size_t(b) * a.shape.n_heads * len * len : nullptr;
+      scaled_dot_product_attention({q + row * qd, qd, keys + row * kd, values + row * kd, kd, len, len}, a.shape, mask,
+                                   {heads + row * qd, qd, w, capture.head_mask});
     }
   }
   linear(a.o, heads, n, out);
@@ -130,9 +147,9 @@ void project_memory(const MultiHeadAttention& a, const float* memory, int m, Cro
 }
 
 void cross_attention(const MultiHeadAttention& a, const float* x, int n, const CrossMemory& memory,
-                     const uint8_t* memory_padding, float* out, float* weights, const unsigned char* head_mask,
-                     Arena& arena) {
+                     const CrossAttentionOptions& opt, const AttentionCapture& capture, float* out, Arena& arena) {
   check_finite(x, size_t(n) * a.d_model, "cross-attention input");
+  AL_CHECK(!a.q_norm.gamma && !a.k_norm.gamma, "cross-attention with q/k norms is not supported");
   ArenaScope scope(arena);
   const int qd = a.q_dim();
   AL_CHECK(memory.k.size() == size_t(memory.m) * a.kv_dim(), "cross-attention: memory was projected for another shape");
@@ -143,10 +160,10 @@ void cross_attention(const MultiHeadAttention& a, const float* x, int n, const C
     linear(a.q, x, n, q);
   }
   AttentionMask mask;
-  mask.key_padding = memory_padding;
+  mask.key_padding = opt.memory_padding;
   float* heads = arena.alloc(size_t(n) * qd);
-  scaled_dot_product_attention(q, qd, memory.k.data(), memory.v.data(), a.kv_dim(), n, memory.m, a.shape, mask, heads,
-                               qd, weights, head_mask);
+  scaled_dot_product_attention({q, qd, memory.k.data(), memory.v.data(), a.kv_dim(), n, memory.m}, a.shape, mask,
+                               {heads, qd, capture.weights, capture.head_mask});
   linear(a.o, heads, n, out);
 }
 

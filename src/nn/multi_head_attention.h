@@ -6,7 +6,9 @@
 // The per-head projections are stored stacked, as checkpoints do: W^Q [n_heads·d_k, d_model] —
 // or fused with W^K, W^V into one [(n_heads + 2·n_kv_heads)·d_k, d_model] matrix (GPT-2's c_attn,
 // PyTorch's in_proj_weight). With n_kv_heads < n_heads the keys/values are shared by groups of query
-// heads (grouped-query attention; multi-query when n_kv_heads = 1).
+// heads (grouped-query attention; multi-query when n_kv_heads = 1). Some models normalise each
+// head's query and key before RoPE (Qwen3, Gemma 3: RMSNorm over head_dim, one weight shared by
+// the heads).
 #pragma once
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "nn/attention.h"
 #include "nn/kv_cache.h"
 #include "nn/linear.h"
+#include "nn/norm.h"
 #include "nn/positions.h"
 
 namespace attnlens::nn {
@@ -28,6 +31,7 @@ struct MultiHeadAttention {
   // A position bias this attention always adds to its self-attention scores (T5, MPNet: one learned
   // table shared by every layer of a stack), unless the call's options give one. Not owned.
   const PositionBias* position_bias = nullptr;
+  Norm q_norm, k_norm;  // optional, per head over head_dim, before RoPE (absent: gamma null)
 
   int q_dim() const { return shape.n_heads * shape.head_dim; }
   int kv_dim() const { return shape.n_kv_heads * shape.head_dim; }
@@ -39,8 +43,26 @@ void check_attention(const MultiHeadAttention& a, const std::string& what);
 // The shape for d_model split over n_heads (d_model % n_heads must be 0, else an error).
 AttentionShape split_heads(int d_model, int n_heads, int n_kv_heads);
 
+// The tokens of one forward pass through a layer: n rows at positions pos0 … pos0+n−1. With a
+// cache, their keys/values are written to it at those positions of `layer` and the queries attend
+// to positions 0 … pos0+n−1 (the caller advances the cache after the last layer); without one,
+// pos0 must be 0 and they attend to each other only.
+struct Pass {
+  int n = 0;
+  int pos0 = 0;
+  KVCache* cache = nullptr;
+  int layer = 0;
+};
+
+// What the caller wants recorded from an attention call: null = nothing.
+struct AttentionCapture {
+  float* weights = nullptr;                  // [n_heads][n][keys] post-softmax (see AttentionRecorder)
+  const unsigned char* head_mask = nullptr;  // heads to record (null = all)
+};
+
 struct SelfAttentionOptions {
   bool causal = false;
+  int window = 0;                         // sliding window (causal only), 0 = none: see AttentionMask
   const Rope* rope = nullptr;             // rotate q and k by their positions
   const uint8_t* key_padding = nullptr;   // [keys]: non-zero = ignore (uncached use only)
   const float* bias = nullptr;            // additive [bias_heads][n][m]
@@ -52,14 +74,9 @@ struct SelfAttentionOptions {
   int batch = 1;
 };
 
-// Self-attention of x [n, d_model], the tokens at positions pos0 … pos0+n−1; out [n, d_model].
-// With a cache, their keys/values are written to it at those positions of `layer` and the queries
-// attend to positions 0 … pos0+n−1 (the caller advances the cache after the last layer); without
-// one, pos0 must be 0 and they attend to each other only.
-// weights: null or [n_heads][n][pos0+n] post-softmax (see AttentionRecorder).
-void self_attention(const MultiHeadAttention& a, const float* x, int n, int pos0, KVCache* cache, int layer,
-                    const SelfAttentionOptions& opt, float* out, float* weights, const unsigned char* head_mask,
-                    Arena& arena);
+// Self-attention of x [n, d_model] (the tokens of `pass`); out [n, d_model].
+void self_attention(const MultiHeadAttention& a, const float* x, const Pass& pass, const SelfAttentionOptions& opt,
+                    const AttentionCapture& capture, float* out, Arena& arena);
 
 // An encoder output projected to keys and values once, reused by every decoding step.
 struct CrossMemory {
@@ -69,10 +86,13 @@ struct CrossMemory {
 };
 void project_memory(const MultiHeadAttention& a, const float* memory, int m, CrossMemory& out);
 
-// Cross-attention: queries from x [n, d_model], keys/values from the memory; out [n, d_model].
-// memory_padding: null or [m] (non-zero = padding); weights: null or [n_heads][n][m].
+struct CrossAttentionOptions {
+  const uint8_t* memory_padding = nullptr;  // [m]: non-zero = padding
+};
+
+// Cross-attention: queries from x [n, d_model], keys/values from the memory; out [n, d_model];
+// capture.weights: [n_heads][n][m].
 void cross_attention(const MultiHeadAttention& a, const float* x, int n, const CrossMemory& memory,
-                     const uint8_t* memory_padding, float* out, float* weights, const unsigned char* head_mask,
-                     Arena& arena);
+                     const CrossAttentionOptions& opt, const AttentionCapture& capture, float* out, Arena& arena);
 
 }  // namespace attnlens::nn

@@ -24,30 +24,53 @@ void sinusoidal_encoding_halves(int pos, int d_model, float* out) {
   }
 }
 
-Rope::Rope(RopeStyle style, int head_dim, float base, int positions)
-    : style_(style), head_dim_(head_dim), base_(base), positions_(positions) {
-  AL_CHECK(head_dim > 0 && head_dim % 2 == 0, "RoPE needs an even head dimension, got ", head_dim);
-  AL_CHECK(base > 0, "RoPE base must be positive, got ", base);
+Rope::Rope(const RopeParams& params, int positions) : p_(params), positions_(positions) {
+  if (p_.rot_dims == 0) p_.rot_dims = p_.head_dim;
+  AL_CHECK(p_.head_dim > 0 && p_.rot_dims > 0 && p_.rot_dims % 2 == 0 && p_.rot_dims <= p_.head_dim,
+           "RoPE needs an even number of rotated dimensions ≤ the head dimension, got ", p_.rot_dims, " of ",
+           p_.head_dim);
+  AL_CHECK(p_.base > 0 && std::isfinite(p_.base), "RoPE base must be positive, got ", p_.base);
+  AL_CHECK(p_.freq_scale > 0 && std::isfinite(p_.freq_scale), "RoPE frequency scale must be positive, got ",
+           p_.freq_scale);
+  AL_CHECK(std::isfinite(p_.attn_factor) && p_.attn_factor > 0, "RoPE attention factor must be positive, got ",
+           p_.attn_factor);
+  AL_CHECK(p_.freq_factors.empty() || p_.freq_factors.size() == size_t(p_.rot_dims / 2), "RoPE frequency factors: ",
+           p_.freq_factors.size(), " values for ", p_.rot_dims / 2, " rotated pairs");
+  for (size_t i = 0; i < p_.freq_factors.size(); ++i)
+    AL_CHECK(std::isfinite(p_.freq_factors[i]) && p_.freq_factors[i] > 0, "RoPE frequency factor ", i, " is ",
+             p_.freq_factors[i], ", expected a positive number");
   AL_CHECK(positions > 0, "RoPE table needs at least one position, got ", positions);
-  const int half = head_dim_ / 2;
+  const int half = p_.rot_dims / 2;
   cos_.resize(size_t(positions) * half);
   sin_.resize(size_t(positions) * half);
   for (int p = 0; p < positions; ++p) angles(p, cos_.data() + size_t(p) * half, sin_.data() + size_t(p) * half);
 }
 
+static RopeParams plain_rope(RopeStyle style, int head_dim, float base) {
+  RopeParams p;
+  p.style = style;
+  p.head_dim = head_dim;
+  p.base = base;
+  return p;
+}
+
+Rope::Rope(RopeStyle style, int head_dim, float base, int positions)
+    : Rope(plain_rope(style, head_dim, base), positions) {}
+
 void Rope::angles(int pos, float* cos, float* sin) const {
-  for (int i = 0; i < head_dim_ / 2; ++i) {
+  for (int i = 0; i < p_.rot_dims / 2; ++i) {
     // In float, exactly as llama2.c's run.c and Hugging Face's inv_freq compute it.
-    const float freq = 1.0f / std::pow(base_, float(2 * i) / float(head_dim_));
-    const float angle = float(pos) * freq;
-    cos[i] = std::cos(angle);
-    sin[i] = std::sin(angle);
+    float freq = 1.0f / std::pow(p_.base, float(2 * i) / float(p_.rot_dims));
+    if (!p_.freq_factors.empty()) freq /= p_.freq_factors[i];
+    const float angle = float(pos) * p_.freq_scale * freq;
+    cos[i] = std::cos(angle) * p_.attn_factor;
+    sin[i] = std::sin(angle) * p_.attn_factor;
   }
 }
 
 void Rope::apply(float* x, int n_heads, int pos) const {
   AL_CHECK(pos >= 0, "RoPE position ", pos, " is negative");
-  const int half = head_dim_ / 2;
+  const int half = p_.rot_dims / 2;
   const float* c;
   const float* s;
   std::vector<float> local;
@@ -60,8 +83,8 @@ void Rope::apply(float* x, int n_heads, int pos) const {
     c = local.data();
     s = local.data() + half;
   }
-  if (style_ == RopeStyle::Adjacent) kernels::rope_adjacent(x, c, s, n_heads, head_dim_);
-  else kernels::rope_half(x, c, s, n_heads, head_dim_);
+  if (p_.style == RopeStyle::Adjacent) kernels::rope_adjacent(x, c, s, n_heads, p_.head_dim, p_.rot_dims);
+  else kernels::rope_half(x, c, s, n_heads, p_.head_dim, p_.rot_dims);
 }
 
 // Slopes for a power-of-two head count n: start = 2^(−8/n), slope_h = start^(h+1).

@@ -22,25 +22,38 @@ enum class RopeStyle {
   Half,      // pairs (i, i + head_dim/2): Hugging Face Llama / GPT-NeoX "rotate_half"
 };
 
+// Everything that fixes the rotation angles.
+struct RopeParams {
+  RopeStyle style = RopeStyle::Adjacent;
+  int head_dim = 0;
+  int rot_dims = 0;        // dimensions rotated, the first ones of each head (0 = all): partial rotary
+  float base = 10000.f;    // θ_i = base^(−2i/rot_dims)
+  float freq_scale = 1.f;  // linear position interpolation: angles pos·freq_scale·θ_i
+  // Per-pair divisors of θ_i ([rot_dims/2], empty = none): Llama 3's rope_scaling (GGUF rope_freqs),
+  // Phi-3's LongRoPE short/long factors.
+  std::vector<float> freq_factors;
+  float attn_factor = 1.f;  // cos and sin multiplied by it (LongRoPE's scaling of q·k)
+};
+
 // cos/sin of every pair's angle for positions 0 … positions−1, computed once at construction and
 // shared by every layer and session (read-only afterwards, so sessions may run on several threads).
 class Rope {
  public:
+  Rope(const RopeParams& params, int positions);
   Rope(RopeStyle style, int head_dim, float base = 10000.f, int positions = 2048);
   // Rotates x[n_heads, head_dim] in place as the vector at position `pos` (positions past the table
   // are computed on the spot).
   void apply(float* x, int n_heads, int pos) const;
-  RopeStyle style() const { return style_; }
-  int head_dim() const { return head_dim_; }
+  RopeStyle style() const { return p_.style; }
+  int head_dim() const { return p_.head_dim; }
+  const RopeParams& params() const { return p_; }
   size_t table_bytes() const { return (cos_.capacity() + sin_.capacity()) * sizeof(float); }
 
  private:
   void angles(int pos, float* cos, float* sin) const;
-  RopeStyle style_;
-  int head_dim_;
-  float base_;
+  RopeParams p_;
   int positions_;
-  std::vector<float> cos_, sin_;  // [positions][head_dim/2]
+  std::vector<float> cos_, sin_;  // [positions][rot_dims/2]
 };
 
 // ---- additive position biases ---------------------------------------------------------------

@@ -336,21 +336,79 @@ TEST_CASE("swiglu, mul, add, axpy, scale equal the reference", "[kernels]") {
   }
 }
 
-TEST_CASE("rope kernels equal the reference", "[kernels]") {
+TEST_CASE("rope kernels equal the reference, whole and partial rotation", "[kernels]") {
   for (int head_dim : {2, 4, 8, 16, 18, 32, 64, 128}) {
-    for (int heads : {1, 3}) {
-      auto x = randn(size_t(heads) * head_dim, 110 + head_dim), xr = x;
-      auto c = randn(head_dim / 2, 111), s = randn(head_dim / 2, 112);
-      k::rope_adjacent(x.data(), c.data(), s.data(), heads, head_dim);
-      k::ref::rope_adjacent(xr.data(), c.data(), s.data(), heads, head_dim);
-      INFO("adjacent head_dim=" << head_dim << " heads=" << heads);
-      CHECK(max_abs_diff(x, xr) <= 1e-6);
-      x = randn(size_t(heads) * head_dim, 113);
-      xr = x;
-      k::rope_half(x.data(), c.data(), s.data(), heads, head_dim);
-      k::ref::rope_half(xr.data(), c.data(), s.data(), heads, head_dim);
-      INFO("half head_dim=" << head_dim);
-      CHECK(max_abs_diff(x, xr) <= 1e-6);
+    // rot_dims: every dimension, a quarter (GPT-NeoX rotary_pct 0.25), and odd multiples of 2
+    for (int rot : {head_dim, head_dim / 4 / 2 * 2, head_dim - 2, 2}) {
+      if (rot < 2 || rot % 2) continue;
+      for (int heads : {1, 3}) {
+        auto x = randn(size_t(heads) * head_dim, 110 + head_dim), xr = x, x0 = x;
+        auto c = randn(rot / 2, 111), s = randn(rot / 2, 112);
+        k::rope_adjacent(x.data(), c.data(), s.data(), heads, head_dim, rot);
+        k::ref::rope_adjacent(xr.data(), c.data(), s.data(), heads, head_dim, rot);
+        INFO("adjacent head_dim=" << head_dim << " rot=" << rot << " heads=" << heads);
+        CHECK(max_abs_diff(x, xr) <= 1e-6);
+        for (int h = 0; h < heads; ++h)  // dimensions past rot_dims are untouched
+          for (int d = rot; d < head_dim; ++d) CHECK(x[size_t(h) * head_dim + d] == x0[size_t(h) * head_dim + d]);
+        x = randn(size_t(heads) * head_dim, 113);
+        xr = x;
+        x0 = x;
+        k::rope_half(x.data(), c.data(), s.data(), heads, head_dim, rot);
+        k::ref::rope_half(xr.data(), c.data(), s.data(), heads, head_dim, rot);
+        INFO("half head_dim=" << head_dim << " rot=" << rot);
+        CHECK(max_abs_diff(x, xr) <= 1e-6);
+        for (int h = 0; h < heads; ++h)
+          for (int d = rot; d < head_dim; ++d) CHECK(x[size_t(h) * head_dim + d] == x0[size_t(h) * head_dim + d]);
+      }
     }
   }
+}
+
+TEST_CASE("attention row kernels equal the reference", "[kernels]") {
+  // Keys strided as in a KV cache row of several heads (stride > head_dim), counts that exercise
+  // the W-keys-at-a-time body and the tail, head dims that are and are not multiples of W.
+  for (int hd : {1, 3, 4, 8, 17, 32, 64, 80, 128, 256}) {
+    for (int count : {1, 2, 3, 5, 8, 17, 64, 65}) {
+      const size_t stride = size_t(hd) * 3 + 1;
+      auto q = randn(hd, 120 + hd), kv = randn(stride * count, 121 + count);
+      std::vector<float> s(count), sr(count);
+      k::attention_scores(q.data(), kv.data(), stride, hd, count, 0.125f, s.data());
+      k::ref::attention_scores(q.data(), kv.data(), stride, hd, count, 0.125f, sr.data());
+      INFO("head_dim=" << hd << " count=" << count);
+      CHECK(max_abs_diff(s, sr) <= dot_tol(hd) * 0.125);
+      // Weights with exact zeros (masked keys); their value rows hold NaN, which must never be read.
+      auto p = randn(count, 122);
+      auto vals = kv;
+      for (int j = 0; j < count; j += 3) {
+        p[j] = 0.f;
+        for (int d = 0; d < hd; ++d) vals[size_t(j) * stride + d] = std::nanf("");
+      }
+      std::vector<float> o(hd), orf(hd);
+      k::attention_values(p.data(), vals.data(), stride, hd, count, o.data());
+      k::ref::attention_values(p.data(), vals.data(), stride, hd, count, orf.data());
+      for (float v : o) REQUIRE(std::isfinite(v));
+      CHECK(max_abs_diff(o, orf) <= dot_tol(count));
+    }
+  }
+}
+
+TEST_CASE("softcap and mul equal the reference", "[kernels]") {
+  for (int n : kSizes) {
+    auto x = randn(n, 130 + n), xr = x;
+    for (float& v : x) v *= 80.f;  // beyond the cap: tanh saturates
+    xr = x;
+    k::softcap(x.data(), n, 50.f);
+    k::ref::softcap(xr.data(), n, 50.f);
+    INFO("n = " << n);
+    CHECK(max_abs_diff(x, xr) <= 50.f * 2e-6);
+    for (float v : x) CHECK(std::fabs(v) < 50.f);
+    auto y = randn(n, 131), yr = y, z = randn(n, 132);
+    k::mul(y.data(), z.data(), n);
+    k::ref::mul(yr.data(), z.data(), n);
+    CHECK(max_abs_diff(y, yr) == 0.0);
+  }
+  float v[2] = {50.f, -1e-3f};  // 50·tanh(1) and (near 0) the identity
+  k::softcap(v, 2, 50.f);
+  CHECK(v[0] == Approx(50.0 * std::tanh(1.0)).epsilon(1e-6));
+  CHECK(v[1] == Approx(-1e-3).epsilon(1e-5));
 }

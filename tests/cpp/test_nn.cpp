@@ -1,4 +1,5 @@
 // The seeds' worked examples recomputed exactly, properties of attention, the KV cache, bad input.
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -6,6 +7,9 @@
 
 #include "core/error.h"
 #include "nn/attention.h"
+#include "nn/feed_forward.h"
+#include "nn/linear.h"
+#include "nn/norm.h"
 #include "nn/kv_cache.h"
 #include "nn/layers.h"
 #include "nn/positions.h"
@@ -127,8 +131,8 @@ TEST_CASE("causal attention: rows sum to 1, zeros above the diagonal", "[nn]") {
   std::vector<float> out(n * heads * hd), w(heads * n * n, -1.f);
   AttentionMask mask;
   mask.causal = true;
-  scaled_dot_product_attention(q.data(), heads * hd, k.data(), v.data(), heads * hd, n, n, {heads, heads, hd}, mask,
-                               out.data(), heads * hd, w.data());
+  scaled_dot_product_attention({q.data(), heads * hd, k.data(), v.data(), heads * hd, n, n}, {heads, heads, hd}, mask,
+                               {out.data(), heads * hd, w.data()});
   for (int h = 0; h < heads; ++h)
     for (int i = 0; i < n; ++i) {
       double s = 0;
@@ -152,7 +156,7 @@ TEST_CASE("key padding: padded keys get zero weight; all-padded rows give zeros"
   std::vector<float> out(n * d), w(n * m);
   AttentionMask mask;
   mask.key_padding = pad;
-  scaled_dot_product_attention(q.data(), d, k.data(), v.data(), d, n, m, {1, 1, d}, mask, out.data(), d, w.data());
+  scaled_dot_product_attention({q.data(), d, k.data(), v.data(), d, n, m}, {1, 1, d}, mask, {out.data(), d, w.data()});
   for (int i = 0; i < n; ++i) {
     CHECK(w[i * m + 1] == 0.f);
     CHECK(w[i * m + 4] == 0.f);
@@ -160,7 +164,7 @@ TEST_CASE("key padding: padded keys get zero weight; all-padded rows give zeros"
   }
   uint8_t all[m] = {1, 1, 1, 1, 1};
   mask.key_padding = all;
-  scaled_dot_product_attention(q.data(), d, k.data(), v.data(), d, n, m, {1, 1, d}, mask, out.data(), d, w.data());
+  scaled_dot_product_attention({q.data(), d, k.data(), v.data(), d, n, m}, {1, 1, d}, mask, {out.data(), d, w.data()});
   for (float x : out) CHECK(x == 0.f);
   for (float x : w) CHECK(x == 0.f);
 }
@@ -213,8 +217,8 @@ TEST_CASE("without positions, multi-head self-attention is permutation-equivaria
   for (int i = 0; i < n; ++i)
     for (int c = 0; c < d; ++c) xp[i * d + c] = x[perm[i] * d + c];
   std::vector<float> y(n * d), yp(n * d), w(3 * n * n), wp(3 * n * n);
-  self_attention(mha, x.data(), n, 0, nullptr, 0, {}, y.data(), w.data(), nullptr, arena);
-  self_attention(mha, xp.data(), n, 0, nullptr, 0, {}, yp.data(), wp.data(), nullptr, arena);
+  self_attention(mha, x.data(), Pass{n}, {}, {w.data()}, y.data(), arena);
+  self_attention(mha, xp.data(), Pass{n}, {}, {wp.data()}, yp.data(), arena);
   for (int i = 0; i < n; ++i)
     for (int c = 0; c < d; ++c) CHECK(yp[i * d + c] == Approx(y[perm[i] * d + c]).margin(1e-5));
   for (int h = 0; h < 3; ++h)
@@ -246,14 +250,14 @@ TEST_CASE("KV cache: prefill equals token-by-token decode, outputs and weights",
   std::vector<float> prefill = x;
   KVCache cache_a(1, kv_heads, d / heads, 16);
   std::vector<float> wa(heads * n * n);
-  encoder_layer(layer, prefill.data(), n, 0, &cache_a, 0, opt, wa.data(), nullptr, arena);
+  encoder_layer(layer, prefill.data(), Pass{n, 0, &cache_a, 0}, opt, {wa.data()}, arena);
   cache_a.advance(n);
 
   KVCache cache_b(1, kv_heads, d / heads, 16);
   for (int t = 0; t < n; ++t) {
     std::vector<float> row(x.begin() + t * d, x.begin() + (t + 1) * d);
     std::vector<float> wb(heads * (t + 1));
-    encoder_layer(layer, row.data(), 1, t, &cache_b, 0, opt, wb.data(), nullptr, arena);
+    encoder_layer(layer, row.data(), Pass{1, t, &cache_b, 0}, opt, {wb.data()}, arena);
     cache_b.advance(1);
     INFO("position " << t);
     CHECK(max_abs_diff(row.data(), prefill.data() + t * d, d) <= 1e-5);
@@ -277,12 +281,12 @@ TEST_CASE("batched self-attention equals each padded sequence alone; padded keys
   opt.batch = batch;
   opt.key_padding = padding.data();
   std::vector<float> y(x.size()), w(size_t(batch) * heads * len * len, -1.f);
-  self_attention(mha, x.data(), batch * len, 0, nullptr, 0, opt, y.data(), w.data(), nullptr, arena);
+  self_attention(mha, x.data(), Pass{batch * len}, opt, {w.data()}, y.data(), arena);
   for (int b = 0; b < batch; ++b) {
     SelfAttentionOptions one;
     one.key_padding = padding.data() + size_t(b) * len;
     std::vector<float> yb(size_t(len) * d), wb(size_t(heads) * len * len);
-    self_attention(mha, x.data() + size_t(b) * len * d, len, 0, nullptr, 0, one, yb.data(), wb.data(), nullptr, arena);
+    self_attention(mha, x.data() + size_t(b) * len * d, Pass{len}, one, {wb.data()}, yb.data(), arena);
     INFO("sequence " << b);
     CHECK(max_abs_diff(yb.data(), y.data() + size_t(b) * len * d, yb.size()) <= 1e-6);
     const float* wbat = w.data() + size_t(b) * heads * len * len;
@@ -295,9 +299,9 @@ TEST_CASE("batched self-attention equals each padded sequence alone; padded keys
   SelfAttentionOptions two;
   two.batch = 2;
   std::vector<float> y2(size_t(2) * len * d);
-  self_attention(mha, x.data(), 2 * len, 0, nullptr, 0, two, y2.data(), nullptr, nullptr, arena);
+  self_attention(mha, x.data(), Pass{2 * len}, two, {}, y2.data(), arena);
   std::vector<float> y1(size_t(len) * d);
-  self_attention(mha, x.data() + size_t(len) * d, len, 0, nullptr, 0, {}, y1.data(), nullptr, nullptr, arena);
+  self_attention(mha, x.data() + size_t(len) * d, Pass{len}, {}, {}, y1.data(), arena);
   CHECK(max_abs_diff(y1.data(), y2.data() + size_t(len) * d, y1.size()) <= 1e-6);
 }
 
@@ -306,7 +310,7 @@ TEST_CASE("attention scale: 1 gives unscaled scores (T5); 0 the usual 1/sqrt(d_k
   auto q = randn(n * d, 71), k = randn(m * d, 72), v = randn(m * d, 73);
   std::vector<float> out(n * d), w(n * m);
   AttentionShape unscaled{1, 1, d, 1.f};
-  scaled_dot_product_attention(q.data(), d, k.data(), v.data(), d, n, m, unscaled, {}, out.data(), d, w.data());
+  scaled_dot_product_attention({q.data(), d, k.data(), v.data(), d, n, m}, unscaled, {}, {out.data(), d, w.data()});
   for (int i = 0; i < n; ++i) {
     double s[m], mx = -1e30, z = 0;
     for (int j = 0; j < m; ++j) {
@@ -392,6 +396,276 @@ TEST_CASE("attention recorder: selection and slots", "[nn]") {
   CHECK(r->weights.size() == 4 * 2 * 3);
 }
 
+// ---- variants of attention and of the block (Mistral, Gemma, GPT-NeoX, Qwen3, Phi) --------------------
+namespace {
+
+// Attention written as plainly as possible, in double: heads of q [n][H·d] against k, v [m][G·d],
+// scores = scale·q·k, optionally soft-capped, causal with an optional window; weights [H][n][m].
+struct Naive {
+  std::vector<double> out, weights;
+};
+Naive naive_attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v, int n,
+                      int m, int H, int G, int d, double scale, double cap, int window, int q_pos0) {
+  Naive r;
+  r.out.assign(size_t(n) * H * d, 0.0);
+  r.weights.assign(size_t(H) * n * m, 0.0);
+  for (int h = 0; h < H; ++h) {
+    const int g = h / (H / G);
+    for (int i = 0; i < n; ++i) {
+      const int pos = q_pos0 + i;
+      std::vector<double> s(m, -INFINITY);
+      double mx = -INFINITY;
+      for (int j = 0; j < m; ++j) {
+        if (j > pos || (window > 0 && j <= pos - window)) continue;
+        double dot = 0;
+        for (int c = 0; c < d; ++c) dot += double(q[(size_t(i) * H + h) * d + c]) * k[(size_t(j) * G + g) * d + c];
+        dot *= scale;
+        if (cap > 0) dot = cap * std::tanh(dot / cap);
+        s[j] = dot;
+        mx = std::max(mx, dot);
+      }
+      double z = 0;
+      for (int j = 0; j < m; ++j) z += std::isinf(s[j]) ? 0.0 : std::exp(s[j] - mx);
+      for (int j = 0; j < m; ++j) {
+        const double p = std::isinf(s[j]) ? 0.0 : std::exp(s[j] - mx) / z;
+        r.weights[(size_t(h) * n + i) * m + j] = p;
+        for (int c = 0; c < d; ++c) r.out[(size_t(i) * H + h) * d + c] += p * v[(size_t(j) * G + g) * d + c];
+      }
+    }
+  }
+  return r;
+}
+
+double max_diff(const std::vector<float>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("sliding-window, soft-capped and rescaled attention equal a plain computation", "[nn]") {
+  const int n = 11, H = 4, G = 2, d = 8;
+  auto q = randn(size_t(n) * H * d, 61, 1.5f), k = randn(size_t(n) * G * d, 62, 1.5f), v = randn(size_t(n) * G * d, 63);
+  struct Case {
+    int window;
+    float scale, cap;
+  };
+  for (Case c : {Case{0, 0.f, 0.f}, Case{3, 0.f, 0.f}, Case{1, 0.f, 0.f}, Case{20, 0.f, 0.f}, Case{0, 0.f, 1.5f},
+                 Case{4, 0.0625f, 2.f}, Case{2, 1.f, 0.f}}) {
+    std::vector<float> out(size_t(n) * H * d), w(size_t(H) * n * n, -1.f);
+    AttentionMask mask;
+    mask.causal = true;
+    mask.window = c.window;
+    scaled_dot_product_attention({q.data(), H * d, k.data(), v.data(), G * d, n, n}, {H, G, d, c.scale, c.cap}, mask,
+                                 {out.data(), H * d, w.data()});
+    const double scale = c.scale > 0 ? c.scale : 1.0 / std::sqrt(double(d));
+    const Naive ref = naive_attention(q, k, v, n, n, H, G, d, scale, c.cap, c.window, 0);
+    INFO("window " << c.window << " scale " << c.scale << " cap " << c.cap);
+    CHECK(max_diff(out, ref.out) <= 2e-5);
+    CHECK(max_diff(w, ref.weights) <= 2e-6);
+    // Keys outside the band are exactly 0, keys inside are not.
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) {
+          const bool seen = j <= i && (c.window == 0 || j > i - c.window);
+          const float x = w[(size_t(h) * n + i) * n + j];
+          if (seen) CHECK(x > 0.f);
+          else CHECK(x == 0.f);
+        }
+  }
+}
+
+TEST_CASE("sliding window through the KV cache: decode equals prefill, banded rows", "[nn]") {
+  std::vector<std::vector<float>> store;
+  const int d = 16, n = 9, heads = 4, window = 3;
+  MultiHeadAttention a = random_mha(store, d, heads, 2, 71);
+  SelfAttentionOptions opt;
+  opt.causal = true;
+  opt.window = window;
+  Rope rope(RopeStyle::Half, d / heads);
+  opt.rope = &rope;
+  Arena arena;
+  auto x = randn(size_t(n) * d, 72);
+  KVCache ca(1, 2, d / heads, 16), cb(1, 2, d / heads, 16);
+  std::vector<float> ya(size_t(n) * d), wa(size_t(heads) * n * n);
+  self_attention(a, x.data(), Pass{n, 0, &ca, 0}, opt, {wa.data()}, ya.data(), arena);
+  for (int t = 0; t < n; ++t) {
+    std::vector<float> yb(d), wb(size_t(heads) * (t + 1));
+    self_attention(a, x.data() + size_t(t) * d, Pass{1, t, &cb, 0}, opt, {wb.data()}, yb.data(), arena);
+    cb.advance(1);
+    INFO("position " << t);
+    CHECK(max_abs_diff(yb.data(), ya.data() + size_t(t) * d, d) <= 1e-5);
+    for (int h = 0; h < heads; ++h)
+      for (int j = 0; j <= t; ++j) {
+        const float x1 = wb[size_t(h) * (t + 1) + j], x2 = wa[(size_t(h) * n + t) * n + j];
+        CHECK(x1 == Approx(x2).margin(1e-6));
+        if (j <= t - window) CHECK(x1 == 0.f);
+      }
+  }
+}
+
+TEST_CASE("partial RoPE rotates the first dimensions only; frequency factors divide the angles", "[nn]") {
+  for (RopeStyle style : {RopeStyle::Adjacent, RopeStyle::Half}) {
+    RopeParams p;
+    p.style = style;
+    p.head_dim = 12;
+    p.rot_dims = 4;
+    p.base = 100.f;
+    Rope partial(p, 64);
+    Rope whole(style, 4, 100.f, 64);  // the same rotation on a 4-dimensional head
+    auto x = randn(2 * 12, 81);
+    for (int pos : {0, 1, 5, 63, 200}) {
+      std::vector<float> a = x;
+      partial.apply(a.data(), 2, pos);
+      for (int h = 0; h < 2; ++h) {
+        std::vector<float> b(x.begin() + h * 12, x.begin() + h * 12 + 4);
+        whole.apply(b.data(), 1, pos);
+        INFO("style " << int(style) << " pos " << pos << " head " << h);
+        CHECK(max_abs_diff(a.data() + h * 12, b.data(), 4) <= 1e-6);
+        CHECK(max_abs_diff(a.data() + h * 12 + 4, x.data() + h * 12 + 4, 8) == 0.0);
+      }
+    }
+  }
+  // θ_i / f_i and cos/sin scaled by the attention factor, against the formula.
+  RopeParams p;
+  p.style = RopeStyle::Adjacent;
+  p.head_dim = 4;
+  p.base = 10000.f;
+  p.freq_factors = {1.f, 8.f};
+  p.freq_scale = 0.5f;
+  p.attn_factor = 1.25f;
+  Rope rope(p, 16);
+  for (int pos : {3, 40}) {  // inside and past the table
+    float x[4] = {1.f, 0.f, 0.f, 1.f};
+    rope.apply(x, 1, pos);
+    const double a0 = pos * 0.5 * 1.0, a1 = pos * 0.5 * (1.0 / 100.0) / 8.0;
+    CHECK(x[0] == Approx(1.25 * std::cos(a0)).margin(1e-5));
+    CHECK(x[1] == Approx(1.25 * std::sin(a0)).margin(1e-5));
+    CHECK(x[2] == Approx(-1.25 * std::sin(a1)).margin(1e-6));
+    CHECK(x[3] == Approx(1.25 * std::cos(a1)).margin(1e-6));
+  }
+  p.freq_factors = {1.f};
+  CHECK_THROWS_WITH(Rope(p, 4), Catch::Contains("1 values for 2 rotated pairs"));
+}
+
+TEST_CASE("q/k norms normalise each head before RoPE", "[nn]") {
+  std::vector<std::vector<float>> store;
+  const int d = 16, heads = 2, hd = 8, n = 5;
+  MultiHeadAttention a = random_mha(store, d, heads, heads, 91);
+  store.push_back(randn(hd, 92, 0.3f));
+  a.q_norm = Norm{NormKind::RMSNorm, hd, store.back().data(), nullptr, 1e-6f};
+  store.push_back(randn(hd, 93, 0.3f));
+  a.k_norm = Norm{NormKind::RMSNorm, hd, store.back().data(), nullptr, 1e-6f};
+  check_attention(a, "qk");
+  Arena arena;
+  auto x = randn(size_t(n) * d, 94);
+  SelfAttentionOptions opt;
+  opt.causal = true;
+  std::vector<float> y(size_t(n) * d), w(size_t(heads) * n * n);
+  self_attention(a, x.data(), Pass{n}, opt, {w.data()}, y.data(), arena);
+  // Plainly: q = x·Wqᵀ + b, each head scaled to unit RMS times γ; the same for k; then attention.
+  auto project = [&](const Linear& l, const Norm& nm) {
+    std::vector<float> out(size_t(n) * d);
+    for (int i = 0; i < n; ++i)
+      for (int o = 0; o < d; ++o) {
+        double s = l.b[o];
+        for (int c = 0; c < d; ++c) s += double(x[size_t(i) * d + c]) * static_cast<const float*>(l.w.data)[size_t(o) * d + c];
+        out[size_t(i) * d + o] = float(s);
+      }
+    for (int i = 0; i < n * heads; ++i) {
+      double ss = 0;
+      for (int c = 0; c < hd; ++c) ss += double(out[size_t(i) * hd + c]) * out[size_t(i) * hd + c];
+      const double inv = 1.0 / std::sqrt(ss / hd + nm.eps);
+      for (int c = 0; c < hd; ++c) out[size_t(i) * hd + c] = float(out[size_t(i) * hd + c] * inv * nm.gamma[c]);
+    }
+    return out;
+  };
+  const auto q = project(a.q, a.q_norm), k = project(a.k, a.k_norm);
+  std::vector<float> v(size_t(n) * d);
+  for (int i = 0; i < n; ++i)
+    for (int o = 0; o < d; ++o) {
+      double s = a.v.b[o];
+      for (int c = 0; c < d; ++c) s += double(x[size_t(i) * d + c]) * static_cast<const float*>(a.v.w.data)[size_t(o) * d + c];
+      v[size_t(i) * d + o] = float(s);
+    }
+  const Naive ref = naive_attention(q, k, v, n, n, heads, heads, hd, 1.0 / std::sqrt(double(hd)), 0, 0, 0);
+  CHECK(max_diff(w, ref.weights) <= 2e-6);
+}
+
+TEST_CASE("parallel residual, output norms and GeGLU: the layer composes its parts as stated", "[nn]") {
+  std::vector<std::vector<float>> store;
+  const int d = 16, n = 6, ff = 24;
+  EncoderLayer l;
+  l.self_attn = random_mha(store, d, 4, 4, 101);
+  l.ffn.gate = make_linear(store, ff, d, 102, false);
+  l.ffn.up = make_linear(store, ff, d, 103, false);
+  l.ffn.down = make_linear(store, d, ff, 104, false);
+  l.ffn.act = Activation::GeluTanh;
+  auto gamma = [&](uint32_t seed) {
+    store.push_back(randn(d, seed, 0.2f));
+    for (float& g : store.back()) g += 1.f;
+    return Norm{NormKind::RMSNorm, d, store.back().data(), nullptr, 1e-6f};
+  };
+  l.norm1 = gamma(105);
+  l.norm2 = gamma(106);
+  l.placement = NormPlacement::Pre;
+  SelfAttentionOptions opt;
+  opt.causal = true;
+  Arena arena;
+  const auto x = randn(size_t(n) * d, 107);
+  auto sub = [&](const std::vector<float>& in, const Norm& pre, const Norm* post, bool attention) {
+    std::vector<float> h(in.size()), y(in.size()), t(in.size());
+    norm(pre, in.data(), n, h.data());
+    if (attention) self_attention(l.self_attn, h.data(), Pass{n}, opt, {}, y.data(), arena);
+    else feed_forward(l.ffn, h.data(), n, y.data(), arena);
+    if (post) {
+      norm(*post, y.data(), n, t.data());
+      return t;
+    }
+    return y;
+  };
+  // GeGLU: down(gelu_tanh(gate·x) ⊙ up·x).
+  {
+    std::vector<float> y(size_t(n) * d), g(size_t(n) * ff), u(size_t(n) * ff), expect(size_t(n) * d);
+    feed_forward(l.ffn, x.data(), n, y.data(), arena);
+    linear(l.ffn.gate, x.data(), n, g.data());
+    linear(l.ffn.up, x.data(), n, u.data());
+    for (size_t i = 0; i < g.size(); ++i) {
+      const double z = g[i];
+      g[i] = float(0.5 * z * (1 + std::tanh(0.7978845608028654 * (z + 0.044715 * z * z * z))) * u[i]);
+    }
+    linear(l.ffn.down, g.data(), n, expect.data());
+    CHECK(max_abs_diff(y, expect) <= 1e-5);
+  }
+  for (bool parallel : {false, true})
+    for (bool post : {false, true}) {
+      l.parallel = parallel;
+      l.post_norm1 = post ? gamma(108) : Norm{};
+      l.post_norm2 = post ? gamma(109) : Norm{};
+      check_encoder_layer(l, "layer");
+      std::vector<float> got = x;
+      encoder_layer(l, got.data(), Pass{n}, opt, {}, arena);
+      std::vector<float> expect = x;
+      const Norm* p1 = post ? &l.post_norm1 : nullptr;
+      const Norm* p2 = post ? &l.post_norm2 : nullptr;
+      if (parallel) {
+        const auto a = sub(x, l.norm1, p1, true), f = sub(x, l.norm2, p2, false);
+        for (size_t i = 0; i < expect.size(); ++i) expect[i] += a[i] + f[i];
+      } else {
+        const auto a = sub(expect, l.norm1, p1, true);
+        for (size_t i = 0; i < expect.size(); ++i) expect[i] += a[i];
+        const auto f = sub(expect, l.norm2, p2, false);
+        for (size_t i = 0; i < expect.size(); ++i) expect[i] += f[i];
+      }
+      INFO("parallel " << parallel << " post norms " << post);
+      CHECK(max_abs_diff(got, expect) <= 1e-5);
+    }
+  l.placement = NormPlacement::Post;
+  CHECK_THROWS_WITH(check_encoder_layer(l, "layer 3"), Catch::Contains("layer 3: output norms and the parallel residual need a pre-LN layer"));
+}
+
 // ---- bad input --------------------------------------------------------------------------------------
 TEST_CASE("bad shapes and values give precise errors", "[nn][errors]") {
   CHECK_THROWS_WITH(split_heads(10, 3, 3), Catch::Contains("d_model 10 is not divisible by the number of heads 3"));
@@ -409,18 +683,18 @@ TEST_CASE("bad shapes and values give precise errors", "[nn][errors]") {
   Arena arena;
   std::vector<float> x(16, 0.f), y(16);
   x[9] = INFINITY;
-  CHECK_THROWS_WITH(self_attention(ok, x.data(), 2, 0, nullptr, 0, {}, y.data(), nullptr, nullptr, arena),
+  CHECK_THROWS_WITH(self_attention(ok, x.data(), Pass{2}, {}, {}, y.data(), arena),
                     Catch::Contains("self-attention input contains infinity at index 9"));
 
   KVCache cache(1, 2, 4, 3);
   x[9] = 0.f;
   std::vector<float> big(4 * 8, 0.f), big_out(4 * 8);
-  CHECK_THROWS_WITH(self_attention(ok, big.data(), 4, 0, &cache, 0, {}, big_out.data(), nullptr, nullptr, arena),
+  CHECK_THROWS_WITH(self_attention(ok, big.data(), Pass{4, 0, &cache, 0}, {}, {}, big_out.data(), arena),
                     Catch::Contains("context overflow"));
   AttentionMask causal;
   causal.causal = true;
   causal.q_pos0 = 3;
   float o[4];
-  CHECK_THROWS_WITH(scaled_dot_product_attention(k, 4, k, k, 4, 1, 1, {1, 1, 4}, causal, o, 4),
+  CHECK_THROWS_WITH(scaled_dot_product_attention({k, 4, k, k, 4, 1, 1}, {1, 1, 4}, causal, {o, 4}),
                     Catch::Contains("need 4 keys, got 1"));
 }

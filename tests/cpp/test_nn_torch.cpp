@@ -82,13 +82,13 @@ TEST_CASE("multi-head attention equals torch.nn.MultiheadAttention", "[nn][torch
     std::vector<float> y(n * d), w(h * n * n);
     INFO((fused ? "fused" : "separate") << " QKV projections");
 
-    self_attention(a, x.data(), n, 0, nullptr, 0, {}, y.data(), w.data(), nullptr, arena);
+    self_attention(a, x.data(), Pass{n}, {}, {w.data()}, y.data(), arena);
     CHECK(max_abs_diff(y, f.get("self_out")) <= kTol);
     CHECK(max_abs_diff(w, f.get("self_weights")) <= kWeightTol);
 
     SelfAttentionOptions causal;
     causal.causal = true;
-    self_attention(a, x.data(), n, 0, nullptr, 0, causal, y.data(), w.data(), nullptr, arena);
+    self_attention(a, x.data(), Pass{n}, causal, {w.data()}, y.data(), arena);
     CHECK(max_abs_diff(y, f.get("causal_out")) <= kTol);
     CHECK(max_abs_diff(w, f.get("causal_weights")) <= kWeightTol);
 
@@ -96,7 +96,7 @@ TEST_CASE("multi-head attention equals torch.nn.MultiheadAttention", "[nn][torch
     SelfAttentionOptions biased;
     biased.bias = bias.data();
     biased.bias_heads = h;
-    self_attention(a, x.data(), n, 0, nullptr, 0, biased, y.data(), w.data(), nullptr, arena);
+    self_attention(a, x.data(), Pass{n}, biased, {w.data()}, y.data(), arena);
     CHECK(max_abs_diff(y, f.get("bias_out")) <= kTol);
     CHECK(max_abs_diff(w, f.get("bias_weights")) <= kWeightTol);
 
@@ -105,7 +105,9 @@ TEST_CASE("multi-head attention equals torch.nn.MultiheadAttention", "[nn][torch
     project_memory(a, memory.data(), m, mem);
     auto pad = mask_from(f.get("memory_padding"));
     std::vector<float> wc(h * n * m);
-    cross_attention(a, x.data(), n, mem, pad.data(), y.data(), wc.data(), nullptr, arena);
+    CrossAttentionOptions copt;
+    copt.memory_padding = pad.data();
+    cross_attention(a, x.data(), n, mem, copt, {wc.data()}, y.data(), arena);
     CHECK(max_abs_diff(y, f.get("cross_out")) <= kTol);
     CHECK(max_abs_diff(wc, f.get("cross_weights")) <= kWeightTol);
   }
@@ -131,7 +133,7 @@ TEST_CASE("encoder layer equals torch.nn.TransformerEncoderLayer", "[nn][torch]"
     auto x = f.get("x");
     std::vector<float> w(h * n * n);
     Arena arena;
-    encoder_layer(layer, x.data(), n, 0, nullptr, 0, opt, w.data(), nullptr, arena);
+    encoder_layer(layer, x.data(), Pass{n}, opt, {w.data()}, arena);
     INFO(name);
     CHECK(max_abs_diff(x, f.get("y")) <= kTol);
     CHECK(max_abs_diff(w, f.get("weights")) <= kWeightTol);
@@ -164,7 +166,7 @@ TEST_CASE("decoder layer equals torch.nn.TransformerDecoderLayer", "[nn][torch]"
     auto x = f.get("x");
     KVCache cache(1, h, d / h, n);
     std::vector<float> ws(h * n * n), wc(h * n * m);
-    decoder_layer(layer, x.data(), n, 0, cache, 0, mem, nullptr, ws.data(), wc.data(), nullptr, arena);
+    decoder_layer(layer, x.data(), Pass{n, 0, &cache, 0}, mem, {}, {{ws.data()}, {wc.data()}}, arena);
     cache.advance(n);
     CHECK(max_abs_diff(x, f.get("y")) <= kTol);
     CHECK(max_abs_diff(ws, f.get("self_weights")) <= kWeightTol);
@@ -175,7 +177,7 @@ TEST_CASE("decoder layer equals torch.nn.TransformerDecoderLayer", "[nn][torch]"
     KVCache step_cache(1, h, d / h, n);
     for (int t = 0; t < n; ++t) {
       std::vector<float> wc1(h * m);
-      decoder_layer(layer, x0.data() + t * d, 1, t, step_cache, 0, mem, nullptr, nullptr, wc1.data(), nullptr, arena);
+      decoder_layer(layer, x0.data() + t * d, Pass{1, t, &step_cache, 0}, mem, {}, {{}, {wc1.data()}}, arena);
       step_cache.advance(1);
       CHECK(max_abs_diff(x0.data() + t * d, y.data() + t * d, d) <= kTol);
       for (int hh = 0; hh < h; ++hh)
@@ -206,7 +208,7 @@ TEST_CASE("grouped-query attention with RoPE equals the repeat-kv reference, bot
     auto x = f.get("x");
     std::vector<float> y(n * d), w(h * n * n);
     KVCache cache(1, kvh, d / h, n);
-    self_attention(a, x.data(), n, 0, &cache, 0, opt, y.data(), w.data(), nullptr, arena);
+    self_attention(a, x.data(), Pass{n, 0, &cache, 0}, opt, {w.data()}, y.data(), arena);
     INFO(suffix);
     CHECK(max_abs_diff(y, f.get(std::string("out_") + suffix)) <= kTol);
     CHECK(max_abs_diff(w, f.get(std::string("weights_") + suffix)) <= kWeightTol);

@@ -136,12 +136,14 @@ TEST_CASE("GGUF and llama2.c: bad input names the file and the problem", "[runti
                       "llama_f32.gguf: unsupported architecture \"mamba\"");
   }
   SECTION("metadata disagrees with the tensors") {
-    // A wider model: its head size (and RoPE dimensions) grow with it.
+    // A wider model: its head size grows with it (RoPE then rotates 8 of its 16 dimensions).
     const auto wide = with_u32(llama->bytes, "llama.embedding_length", 64);
     CHECK_ERROR(load_model({bytes_file("llama_f32.gguf", wide)}),
-                      "llama_f32.gguf: partial RoPE (8 of 16 head dimensions) is not supported");
-    CHECK_ERROR(load_model({bytes_file("llama_f32.gguf", with_u32(wide, "llama.rope.dimension_count", 16))}),
                       "llama_f32.gguf: tensor token_embd.weight has shape [307, 32], expected [307, 64]");
+    CHECK_ERROR(load_model({bytes_file("llama_f32.gguf", with_u32(llama->bytes, "llama.rope.dimension_count", 7))}),
+                      "llama_f32.gguf: llama.rope.dimension_count 7 must be even and at most the head dimension 8");
+    CHECK_ERROR(load_model({bytes_file("llama_f32.gguf", with_u32(llama->bytes, "llama.rope.dimension_count", 16))}),
+                      "llama_f32.gguf: llama.rope.dimension_count 16 must be even and at most the head dimension 8");
     CHECK_ERROR(load_model({bytes_file("llama_f32.gguf", with_u32(llama->bytes, "llama.attention.head_count_kv", 4))}),
                       "llama_f32.gguf: tensor blk.0.attn_k.weight has shape [16, 32], expected [32, 32]");
     const auto g = file("gpt2.gguf");
