@@ -17,15 +17,27 @@ struct BuildOptions {
   std::string source = "model";  // file name for messages
 };
 
-// GGUF metadata (also what the llama.2c reader produces): architectures "llama", "gpt2".
+// GGUF metadata (also what the llama.2c reader produces): general.architecture "llama", "qwen2",
+// "qwen3", "gemma", "gemma2", "gemma3", "phi3", "gptneox", "gpt2" (llama.cpp's names and keys).
 std::unique_ptr<Model> build_from_gguf(const nlohmann::json& metadata, const TensorMap& tensors, const BuildOptions& o);
-// Hugging Face config.json: LlamaForCausalLM, GPT2LMHeadModel (and GPT2Model), BertModel (and
-// BertForMaskedLM), AttnLensSeq2Seq.
+// Hugging Face config.json: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
+// GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM, GPTNeoXForCausalLM,
+// GPT2LMHeadModel (and GPT2Model), BertModel (and BertForMaskedLM), AttnLensSeq2Seq.
 std::unique_ptr<Model> build_from_hf_config(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o);
 
 // The builders themselves (one file each).
 std::unique_ptr<Model> build_llama_gguf(const nlohmann::json& metadata, const TensorMap& tensors, const BuildOptions& o);
 std::unique_ptr<Model> build_llama_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o);
+std::unique_ptr<Model> build_qwen_gguf(const std::string& arch, const nlohmann::json& metadata, const TensorMap& tensors,
+                                       const BuildOptions& o);
+std::unique_ptr<Model> build_qwen_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o);
+std::unique_ptr<Model> build_gemma_gguf(const std::string& arch, const nlohmann::json& metadata, const TensorMap& tensors,
+                                        const BuildOptions& o);
+std::unique_ptr<Model> build_gemma_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o);
+std::unique_ptr<Model> build_phi3_gguf(const nlohmann::json& metadata, const TensorMap& tensors, const BuildOptions& o);
+std::unique_ptr<Model> build_phi3_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o);
+std::unique_ptr<Model> build_gptneox_gguf(const nlohmann::json& metadata, const TensorMap& tensors, const BuildOptions& o);
+std::unique_ptr<Model> build_gptneox_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o);
 std::unique_ptr<Model> build_gpt2_gguf(const nlohmann::json& metadata, const TensorMap& tensors, const BuildOptions& o);
 std::unique_ptr<Model> build_gpt2_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o);
 std::unique_ptr<Model> build_bert_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o);
