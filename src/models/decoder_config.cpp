@@ -85,8 +85,10 @@ void read_gguf_hparams(const ConfigReader& r, const std::string& a, Weights& w, 
   AL_CHECK(p.attn_factor > 0, src, ": ", k("rope.scaling.attn_factor"), " must be positive");
   // Phi-3's LongRoPE (convert_hf_to_gguf.py writes the factors as tensors, with or without the
   // scaling type): short factors, and long ones for sessions longer than the original context.
+  // (convert_hf_to_gguf.py writes Phi-3's original context length with or without them.)
+  const int original = allow_longrope ? r.positive_int(k("rope.scaling.original_context_length"), s.context, 1 << 30) : 0;
   if (allow_longrope && (w.has("rope_factors_short.weight") || w.has("rope_factors_long.weight"))) {
-    s.long_context = r.positive_int(k("rope.scaling.original_context_length"), s.context, 1 << 30);
+    s.long_context = original;
     const int half = p.rot_dims / 2;
     const float* sf = w.vector("rope_factors_short.weight", half);
     const float* lf = w.vector("rope_factors_long.weight", half);
