@@ -2,7 +2,8 @@
 
   models/date-normalizer/{config.json, model.safetensors, tokenizer.json, generation_config.json}
   tests/fixtures/models/date-normalizer.json        parity reference for the engine
-  tests/fixtures/models/date-normalizer-eval.json   the held-out evaluation set (source/target pairs)
+  tests/fixtures/models/date-normalizer-eval.json   the held-out evaluation sets (source/target pairs): every
+                                                    layout, US/EU numeric, and the canonical numeric cases
 
 then reload the folder with the independent numpy loader and check its logits equal the model's.
 
@@ -16,13 +17,14 @@ import shutil
 import numpy as np
 import torch
 
+import date_data
 from common import FIXTURES, MODELS_DIR, WORK, rounded, safetensors_io, setup_torch, write_json
 import numpy_ref
 from seq2seq import Seq2Seq, reference_forward
 from train_date import BOS, EOS, encode_source
 
 EXAMPLES = ["Wednesday, 3rd of March 2021", "03/03/21", "March 3, 2021", "3 mar 2021", "2021.03.03",
-            "the 3rd of march, 2021", "Mar 3rd '21", "hello world"]
+            "the 3rd of march, 2021", "Mar 3rd '21", "09/14/1990", "14/09/1990", "03/04/2001", "hello world"]
 ATTN_CASE = 0
 MAX_NEW = 16
 
@@ -52,6 +54,7 @@ def main():
     ck = torch.load(os.path.join(src_dir, "ckpt.pt"))
     result = json.load(open(os.path.join(src_dir, "result.json")))
     test = json.load(open(os.path.join(src_dir, "test_set.json")))
+    numeric_test = json.load(open(os.path.join(src_dir, "numeric_test_set.json")))
     cfg = ck["config"]
     model = Seq2Seq(cfg, dropout=0.0)
     model.load_state_dict(ck["state_dict"])
@@ -128,19 +131,30 @@ def main():
         json.dump(fixture, f, separators=(",", ":"))
         f.write("\n")
     epath = os.path.join(FIXTURES, "date-normalizer-eval.json")
-    evalset = {"description": "held-out synthetic date set (dates never seen in training, see models/README.md); "
-                              "the model should reach >= 99% exact match with greedy decoding",
-               "convention": "numeric dates with the year last are day-first (DD/MM/YY); 2-digit years: "
-                             "YY>=50 -> 19YY, YY<50 -> 20YY",
-               "python_exact_match": result["test_exact_match"],
-               "pairs": [[t["source"], t["target"]] for t in test]}
+    evalset = {"description": "held-out synthetic date sets (dates never seen in training, see models/README.md): "
+                              "'pairs' every layout, 'numeric_pairs' US/EU numeric dates with the year last; "
+                              "'canonical_pairs' hand-picked numeric cases (their dates may occur in training). "
+                              "The model should reach >= 99% exact match with greedy decoding on each set, "
+                              "all of 'canonical_pairs', and every output must be a valid YYYY-MM-DD date",
+               "convention": "as python-dateutil's default parser (dayfirst=False): numeric dates with the year last "
+                             "(/ - .) are month-first (MM/DD/YYYY) unless the first number is > 12, then day-first; "
+                             "4-digit year first: Y-M-D; 2-digit years in dateutil's window as of "
+                             f"{date_data.TWO_DIGIT_YEAR_NOW}: YY >= 76 -> 19YY, YY <= 75 -> 20YY",
+               "python_exact_match": result["test_exact_match"], "python_valid_rate": result["test_valid_rate"],
+               "python_numeric_exact_match": result["numeric_test_exact_match"],
+               "python_numeric_valid_rate": result["numeric_test_valid_rate"],
+               "pairs": [[t["source"], t["target"]] for t in test],
+               "numeric_pairs": [[t["source"], t["target"]] for t in numeric_test],
+               "canonical_pairs": [list(p) for p in date_data.canonical_pairs()]}
     with open(epath, "w") as f:
         json.dump(evalset, f, indent=0, ensure_ascii=False)
         f.write("\n")
     for c in cases:
         print(f"{c['source']!r:34} -> {c['output_text']!r}  min margin {min(c['greedy_top2_margins']):.2f}")
     print(f"fixture {fpath}: {os.path.getsize(fpath)} bytes; eval set {epath}: {os.path.getsize(epath)} bytes")
-    print("test exact match", result["test_exact_match"], "alignment", json.dumps(result["alignment"]))
+    print("test exact match", result["test_exact_match"], "valid", result["test_valid_rate"],
+          "numeric exact match", result["numeric_test_exact_match"], "valid", result["numeric_test_valid_rate"],
+          "canonical exact match", result["canonical"]["exact_match"], "alignment", json.dumps(result["alignment"]))
     for f in sorted(os.listdir(out)):
         print(f, os.path.getsize(os.path.join(out, f)))
 

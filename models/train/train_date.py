@@ -1,9 +1,10 @@
-"""Train date-normalizer on synthetic data; evaluate exact match and cross-attention alignment.
+"""Train date-normalizer on synthetic data; evaluate exact match, validity (every output must be a
+date that exists) and cross-attention alignment.
 
     nice -n 15 /usr/bin/python3 models/train/train_date.py             # the shipped model
     nice -n 15 /usr/bin/python3 models/train/train_date.py --steps 30 --tag smoke
 
-Writes models/_work/date/<tag>/{ckpt.pt,result.json,test_set.json,tokenizer.json,train.log};
+Writes models/_work/date/<tag>/{ckpt.pt,result.json,test_set.json,numeric_test_set.json,tokenizer.json,train.log};
 `export_date.py` turns that into models/date-normalizer/ and the test fixtures.
 """
 import argparse
@@ -65,14 +66,40 @@ def batch_tensors(tok, samples):
 
 
 def exact_match(model, tok, samples):
-    """Unbatched greedy decoding, no masks (the engine's inference semantics)."""
-    ok, outs = 0, []
+    """Unbatched greedy decoding, no masks (the engine's inference semantics).
+    -> (exact-match rate, share of outputs that are valid ISO dates, output texts)."""
+    ok, valid, outs = 0, 0, []
     for s in samples:
         ids = model.greedy(encode_source(tok, s["source"]))
         text = tok.decode([i for i in ids if i != EOS], skip_special=False)
         outs.append(text)
         ok += text == s["target"] and ids[-1] == EOS
-    return ok / len(samples), outs
+        valid += date_data.valid_iso(text) and ids[-1] == EOS
+    return ok / len(samples), valid / len(samples), outs
+
+
+def evaluation(model, tok, samples, group, keep_outputs=False):
+    """Exact match and validity of one held-out set, overall and per group(sample)."""
+    em, valid, outs = exact_match(model, tok, samples)
+    groups = {}
+    for s, o in zip(samples, outs):
+        g = groups.setdefault(group(s), [0, 0, 0])
+        g[0] += o == s["target"]
+        g[1] += date_data.valid_iso(o)
+        g[2] += 1
+    r = {"n": len(samples), "exact_match": em, "valid_rate": valid,
+         "by_group": {k: {"n": n, "exact_match": round(a / n, 4), "valid_rate": round(v / n, 4)}
+                      for k, (a, v, n) in sorted(groups.items())},
+         "errors": [{"source": s["source"], "target": s["target"], "output": o, "valid": date_data.valid_iso(o)}
+                    for s, o in zip(samples, outs) if o != s["target"]]}
+    if keep_outputs:
+        r["outputs"] = [[s["source"], o] for s, o in zip(samples, outs)]
+    return r
+
+
+def numeric_group(s):
+    order = "month-first" if s["kind"] == "mdy_num" else "day-first"
+    return f"{order}, {'both <= 12' if s['ambiguous'] else 'day > 12'}"
 
 
 @torch.no_grad()
@@ -91,15 +118,18 @@ def batched_greedy(model, src, steps=11):
 
 @torch.no_grad()
 def batched_exact_match(model, tok, samples, bs=250):
+    """-> (exact-match rate, valid-date rate) with batched greedy decoding (padding masks)."""
     model.eval()
-    ok = 0
+    ok = valid = 0
     for k in range(0, len(samples), bs):
         chunk = samples[k:k + bs]
         src, tgt = batch_tensors(tok, chunk)
         out = batched_greedy(model, src)
         ok += int((out == tgt[:, :12]).all(1).sum()) if tgt.shape[1] == 12 else 0
+        for row in out.tolist():
+            valid += row[11] == EOS and date_data.valid_iso(tok.decode(row[1:11], skip_special=False))
     model.train()
-    return ok / len(samples)
+    return ok / len(samples), valid / len(samples)
 
 
 # decoder query positions whose prediction is each ISO character: target = <s> Y Y Y Y - M M - D D </s>;
@@ -187,8 +217,12 @@ def main():
     write_tokenizer_json(os.path.join(outdir, "tokenizer.json"), vocab, [], SPECIALS, unk_token="<unk>")
     cfg = model_config(args, len(vocab))
     test = date_data.make_set(args.seed + 1_000_003, args.n_test, holdout=True)
+    numeric_test = date_data.make_set(args.seed + 3_000_003, args.n_test, holdout=True, kinds=date_data.NUMERIC_KINDS)
+    canonical = [{"source": a, "target": b, "kind": "canonical"} for a, b in date_data.canonical_pairs()]
     dev = date_data.make_set(args.seed + 2_000_003, 500, holdout=True)
+    numeric_dev = date_data.make_set(args.seed + 4_000_003, 500, holdout=True, kinds=date_data.NUMERIC_KINDS)
     write_json(os.path.join(outdir, "test_set.json"), test, indent=None)
+    write_json(os.path.join(outdir, "numeric_test_set.json"), numeric_test, indent=None)
     model = Seq2Seq(cfg, dropout=args.dropout)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"params {n_params} ({n_params * 4 / 1e6:.2f} MB f32)")
@@ -229,23 +263,26 @@ def main():
         if step % 50 == 0:
             log(f"step {step} loss {loss.item():.4f} ce {ce.item():.4f} align {al.item():.4f} lr {lr_at(step):.2e} {time.time() - t0:.0f}s")
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
-            em = batched_exact_match(model, tok, dev)
-            history.append({"step": step + 1, "dev_exact_match": em, "seconds": time.time() - t0})
-            log(f"eval step {step + 1} dev exact match (batched) {em:.4f}")
+            em, valid = batched_exact_match(model, tok, dev)
+            nem, nvalid = batched_exact_match(model, tok, numeric_dev)
+            history.append({"step": step + 1, "dev_exact_match": em, "dev_valid_rate": valid,
+                            "numeric_dev_exact_match": nem, "numeric_dev_valid_rate": nvalid,
+                            "seconds": time.time() - t0})
+            log(f"eval step {step + 1} dev (batched) exact match {em:.4f} valid {valid:.4f}; "
+                f"US/EU numeric dev exact match {nem:.4f} valid {nvalid:.4f}")
     train_seconds = time.time() - t0
     model.eval()
-    em, outs = exact_match(model, tok, test)
-    wrong = [{"source": s["source"], "target": s["target"], "output": o} for s, o in zip(test, outs) if o != s["target"]]
+    general = evaluation(model, tok, test, lambda s: s["kind"])
+    numeric = evaluation(model, tok, numeric_test, numeric_group)
+    canon = evaluation(model, tok, canonical, lambda s: "canonical", keep_outputs=True)
     al = alignment(model, cfg, tok, test)
-    by_kind = {}
-    for s, o in zip(test, outs):
-        k = by_kind.setdefault(s["kind"], [0, 0])
-        k[0] += o == s["target"]
-        k[1] += 1
     result = {"args": vars(args), "config": cfg, "params": n_params, "train_seconds": train_seconds,
-              "train_samples": args.steps * args.batch, "test_exact_match": em, "n_test": len(test),
-              "exact_match_by_kind": {k: round(a / b, 4) for k, (a, b) in by_kind.items()},
-              "errors": wrong, "alignment": al, "history": history, "state_sha256": state_sha(model)}
+              "train_samples": args.steps * args.batch,
+              "test_exact_match": general["exact_match"], "test_valid_rate": general["valid_rate"],
+              "n_test": len(test), "test": general,
+              "numeric_test_exact_match": numeric["exact_match"], "numeric_test_valid_rate": numeric["valid_rate"],
+              "numeric_test": numeric, "canonical": canon,
+              "alignment": al, "history": history, "state_sha256": state_sha(model)}
     log(json.dumps({k: v for k, v in result.items() if k not in ("history",)}, indent=1))
     torch.save({"config": cfg, "state_dict": model.state_dict()}, os.path.join(outdir, "ckpt.pt"))
     write_json(os.path.join(outdir, "result.json"), result)
