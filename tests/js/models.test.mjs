@@ -2,7 +2,8 @@
 // were trained: logits within 1e-4, attention weights within 1e-5, greedy outputs identical
 // (references exported by models/train/export_*.py into tests/fixtures/models/). The date normalizer
 // also reaches ≥ 99% exact match on its held-out set, and its cross-attention aligns each output
-// digit with the source characters that spell it.
+// digit with the source characters that spell it. Every output on those sets is a date that exists,
+// and numeric dates follow the convention of models/README.md (09/14/1990 → 1990-09-14).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -101,23 +102,92 @@ describe('date-normalizer equals PyTorch', () => {
   });
 });
 
+// A model output is a date when it is YYYY-MM-DD naming a day that exists (Date.UTC rolls
+// 1990-02-30 over to March, so the round trip catches impossible days, leap years included).
+function isValidIsoDate(text) {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const t = new Date(Date.UTC(2000, mo - 1, d));
+  t.setUTCFullYear(y, mo - 1, d);
+  return mo >= 1 && mo <= 12 && t.getUTCFullYear() === y && t.getUTCMonth() === mo - 1 && t.getUTCDate() === d;
+}
+
+// Greedy outputs for `pairs` through the engine: exact-match share, and every output that is not a date.
+async function score(model, pairs) {
+  let right = 0;
+  const wrong = [], invalid = [];
+  for (const [source, target] of pairs) {
+    const r = await model.generate(source, { temperature: 0, maxNewTokens: 16 });
+    if (r.text === target) right++;
+    else wrong.push(`${source} → ${r.text} (want ${target})`);
+    if (!isValidIsoDate(r.text)) invalid.push(`${source} → ${JSON.stringify(r.text)}`);
+  }
+  return { right, share: right / pairs.length, wrong, invalid };
+}
+
+// US/EU-style numeric dates made here, independently of the Python generator, with the convention
+// of models/README.md (python-dateutil's default reading): month-first unless the first number
+// cannot be a month (> 12); the day-first order is only written for days 13–31.
+function numericDates(n, seed) {
+  let s = seed >>> 0;
+  const rand = () => {  // mulberry32
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const pick = (xs) => xs[Math.floor(rand() * xs.length)];
+  const from = Date.UTC(1900, 0, 1), days = (Date.UTC(2099, 11, 31) - from) / 86400000 + 1;
+  const out = [];
+  while (out.length < n) {
+    const date = new Date(from + Math.floor(rand() * days) * 86400000);
+    const [y, m, d] = [date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate()];
+    const dayFirst = d > 12 && rand() < 0.5;
+    const pad = rand() < 0.5 ? (x) => String(x).padStart(2, '0') : String;
+    const sep = pick(['/', '/', '-', '.']);
+    const [a, b] = dayFirst ? [d, m] : [m, d];
+    out.push([`${pad(a)}${sep}${pad(b)}${sep}${y}`, date.toISOString().slice(0, 10)]);
+  }
+  return out;
+}
+
 describe('date-normalizer quality in the engine', () => {
   const evalSet = fixture('date-normalizer-eval.json');
   let model;
   before(async () => { model = await loadModel(join(root, 'models/date-normalizer')); });
   after(() => model.dispose());
 
-  test('≥ 99% exact match on the held-out set', async () => {
-    let right = 0;
-    const wrong = [];
-    for (const [source, target] of evalSet.pairs) {
-      const r = await model.generate(source, { temperature: 0, maxNewTokens: 16 });
-      if (r.text === target) right++;
-      else wrong.push(`${source} → ${r.text} (want ${target})`);
+  test('the validity check itself', () => {
+    for (const t of ['1990-09-14', '2000-02-29', '2024-02-29', '1999-12-31']) assert.ok(isValidIsoDate(t), t);
+    for (const t of ['1990-14-09', '1900-02-29', '2001-02-29', '2021-04-31', '2021-00-10', '2021-01-00', '2021-1-10', '21-01-10', '']) {
+      assert.ok(!isValidIsoDate(t), t);
     }
-    const score = right / evalSet.pairs.length;
-    console.log(`# exact match ${right}/${evalSet.pairs.length} = ${(100 * score).toFixed(2)}%`);
-    assert.ok(score >= 0.99, `exact match ${score}; wrong: ${wrong.slice(0, 5).join('; ')}`);
+  });
+
+  test('≥ 99% exact match on the held-out set, every output a valid date', async () => {
+    const { right, share, wrong, invalid } = await score(model, evalSet.pairs);
+    console.log(`# exact match ${right}/${evalSet.pairs.length} = ${(100 * share).toFixed(2)}%`);
+    assert.ok(share >= 0.99, `exact match ${share}; wrong: ${wrong.slice(0, 5).join('; ')}`);
+    assert.deepEqual(invalid, [], 'outputs that are not dates');
+  });
+
+  test('US-style dates read month-first, day-first only when the first number cannot be a month', async () => {
+    for (const [source, want] of [['09/14/1990', '1990-09-14'], ['14/09/1990', '1990-09-14'], ['03/04/2001', '2001-03-04']]) {
+      assert.equal((await model.generate(source, { temperature: 0, maxNewTokens: 16 })).text, want, source);
+    }
+    const canonical = await score(model, evalSet.canonical_pairs);
+    assert.deepEqual(canonical.wrong, [], 'canonical numeric cases');
+    const held = await score(model, evalSet.numeric_pairs);
+    console.log(`# US/EU numeric held-out: exact match ${held.right}/${evalSet.numeric_pairs.length} = ${(100 * held.share).toFixed(2)}%`);
+    assert.ok(held.share >= 0.99, `exact match ${held.share}; wrong: ${held.wrong.slice(0, 5).join('; ')}`);
+    assert.deepEqual(held.invalid, [], 'outputs that are not dates');
+    const made = numericDates(300, 20261123);
+    const fresh = await score(model, made);
+    console.log(`# US/EU numeric made in JS (any date 1900–2099): exact match ${fresh.right}/${made.length} = ${(100 * fresh.share).toFixed(2)}%`);
+    assert.ok(fresh.share >= 0.99, `exact match ${fresh.share}; wrong: ${fresh.wrong.slice(0, 5).join('; ')}`);
+    assert.deepEqual(fresh.invalid, [], 'outputs that are not dates');
   });
 
   // Each output digit is predicted by the query one position before it (the decoder input is <s>
