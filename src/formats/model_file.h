@@ -107,8 +107,10 @@ SafetensorsIndex read_safetensors_index(const Bytes& file);
 // Reads every shard of an index and merges them. `shards` holds each shard file once, in any order;
 // a shard is matched to the index by its name's last path component. Checks that every listed shard is
 // given, every tensor sits in the shard the index says, and every indexed tensor was found
-// (skipped integer tensors count as found). The result's context is the index name.
-TensorMap read_safetensors_shards(const SafetensorsIndex& index, const std::vector<Bytes>& shards);
+// (skipped integer tensors count as found; their names are appended to `skipped` when given). The
+// result's context is the index name.
+TensorMap read_safetensors_shards(const SafetensorsIndex& index, const std::vector<Bytes>& shards,
+                                  std::vector<std::string>* skipped = nullptr);
 
 // Adds every tensor of `from` to `into`; a name present in both is an error naming both contexts.
 void merge_tensors(TensorMap& into, const TensorMap& from);

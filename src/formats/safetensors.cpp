@@ -172,7 +172,8 @@ void merge_tensors(TensorMap& into, const TensorMap& from) {
   }
 }
 
-TensorMap read_safetensors_shards(const SafetensorsIndex& index, const std::vector<Bytes>& shards) {
+TensorMap read_safetensors_shards(const SafetensorsIndex& index, const std::vector<Bytes>& shards,
+                                  std::vector<std::string>* skipped_out) {
   TensorMap out;
   out.context = index.name;
   std::set<std::string> given;
@@ -199,6 +200,7 @@ TensorMap read_safetensors_shards(const SafetensorsIndex& index, const std::vect
   for (const auto& kv : index.weight_map)
     if (!out.has(kv.first) && !skipped_all.count(kv.first))
       fail(index.name, ": tensor ", kv.first, " is listed in ", kv.second, ", but that shard does not have it");
+  if (skipped_out) skipped_out->insert(skipped_out->end(), skipped_all.begin(), skipped_all.end());
   return out;
 }
 

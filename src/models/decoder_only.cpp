@@ -292,8 +292,10 @@ std::unique_ptr<Model> build_decoder_only(const DecoderSpec& s, const DecoderNam
   else d.lm_head = read.linear(names.output, false, s.vocab, s.d_model);
   d.final_softcap = s.final_softcap;
 
-  // Nothing in the file may be left unapplied.
-  const std::vector<std::string> left = w.unused();
+  // Nothing in the file may be left unapplied: neither a tensor nobody read nor an integer buffer the
+  // reader set aside.
+  std::vector<std::string> left = w.unused();
+  left.insert(left.end(), o.skipped_buffers.begin(), o.skipped_buffers.end());
   if (!left.empty()) {
     std::string list;
     for (size_t i = 0; i < left.size() && i < 8; ++i) list += (i ? ", " : "") + left[i];

@@ -144,6 +144,7 @@ std::unique_ptr<Model> build_gemma_hf(const nlohmann::json& config, const Tensor
              ": hidden_act \"", act, "\" is not supported for Gemma (gelu_pytorch_tanh)");
   }
   require_hf_bool(r, "attention_bias", false, "Gemma has no attention biases");
+  require_hf_bool(r, "use_bidirectional_attention", false, "bidirectional (embedding) Gemma models are not causal LMs");
   s.ropes[0].head_dim = s.head_dim;
   if (v >= 2) {
     const double scalar = r.number("query_pre_attn_scalar", double(s.head_dim));

@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,9 @@ namespace attnlens::models {
 struct BuildOptions {
   WeightFormat format = WeightFormat::AsStored;
   std::string source = "model";  // file name for messages
+  // Integer buffers (I64 / I32) the safetensors reader left out of the tensors: a builder applies
+  // them consciously (BERT's position_ids) or refuses them (the decoder-only builder does).
+  std::vector<std::string> skipped_buffers;
 };
 
 // GGUF metadata (also what the llama.2c reader produces): general.architecture "llama", "qwen2",

@@ -111,12 +111,14 @@ void scaled_dot_product_attention(const AttentionInput& in, const AttentionShape
   }
 }
 
-void attention(const float* q, const float* k, const float* v, int n, int m, int d, const AttentionMask& mask,
-               float* out, float* weights) {
-  check_finite(q, size_t(n) * d, "attention queries");
-  check_finite(k, size_t(m) * d, "attention keys");
-  check_finite(v, size_t(m) * d, "attention values");
-  scaled_dot_product_attention({q, d, k, v, d, n, m}, AttentionShape{1, 1, d}, mask, {out, d, weights, nullptr});
+void attention(const AttentionInput& in, const AttentionMask& mask, float* out, float* weights) {
+  const int d = in.q_stride;
+  AL_CHECK(d > 0 && in.kv_stride == d, "attention: single-head rows need q_stride == kv_stride > 0 (got ", in.q_stride,
+           ", ", in.kv_stride, ")");
+  check_finite(in.q, size_t(in.n) * d, "attention queries");
+  check_finite(in.k, size_t(in.m) * d, "attention keys");
+  check_finite(in.v, size_t(in.m) * d, "attention values");
+  scaled_dot_product_attention(in, AttentionShape{1, 1, d}, mask, {out, d, weights, nullptr});
 }
 
 }  // namespace attnlens::nn

@@ -71,8 +71,8 @@ struct AttentionOutput {
 void scaled_dot_product_attention(const AttentionInput& in, const AttentionShape& shape, const AttentionMask& mask,
                                   const AttentionOutput& out);
 
-// The same for the common single-head contiguous case: Q [n, d], K [m, d], V [m, d] → out [n, d].
-void attention(const float* q, const float* k, const float* v, int n, int m, int d, const AttentionMask& mask,
-               float* out, float* weights = nullptr);
+// The same for the common single-head contiguous case: Q [n, d], K [m, d], V [m, d] → out [n, d],
+// d = in.q_stride = in.kv_stride; checks every input is finite.
+void attention(const AttentionInput& in, const AttentionMask& mask, float* out, float* weights = nullptr);
 
 }  // namespace attnlens::nn

@@ -242,11 +242,11 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
       SafetensorsIndex index = read_safetensors_index(bytes_of(*r.index));
       std::vector<Bytes> shards;
       for (const File* f : r.safetensors) shards.push_back(bytes_of(*f));
-      tensors = read_safetensors_shards(index, shards);
+      tensors = read_safetensors_shards(index, shards, &build.skipped_buffers);
     } else {
       AL_CHECK(r.safetensors.size() == 1, r.safetensors.size(),
                " safetensors files were given without model.safetensors.index.json to say how they fit together");
-      tensors = read_safetensors(bytes_of(*r.safetensors[0]));
+      tensors = read_safetensors(bytes_of(*r.safetensors[0]), &build.skipped_buffers);
     }
     out->format_ = "safetensors";
     out->model_ = models::build_from_hf_config(config, tensors, build);

@@ -64,7 +64,7 @@ TEST_CASE("seed 001 worked example: The cat sat", "[nn][seeds]") {
     }
 
   float out[12], weights[9];
-  attention(Q, K, V, 3, 3, 4, AttentionMask{}, out, weights);
+  attention({Q, 4, K, V, 4, 3, 3}, AttentionMask{}, out, weights);
 
   // Steps 2–3: softmax(scores / √4), computed exactly.
   const double e = std::exp(0.5);  // e^(1/2 − 1/2·…) ratios: row 0 = [e^.5, e^.5, e^1]
@@ -177,7 +177,7 @@ TEST_CASE("additive bias shifts the softmax as exp(bias)", "[nn]") {
   float out[d], w[m];
   AttentionMask mask;
   mask.bias = bias;
-  attention(q, k, v, 1, m, d, mask, out, w);
+  attention({q, d, k, v, d, 1, m}, mask, out, w);
   CHECK(w[0] == Approx(1 / 6.));
   CHECK(w[1] == Approx(2 / 6.));
   CHECK(w[2] == Approx(3 / 6.));
@@ -677,7 +677,7 @@ TEST_CASE("bad shapes and values give precise errors", "[nn][errors]") {
                     Catch::Contains("layer 0 attention.o") && Catch::Contains("[8, 6], expected [8, 8]"));
 
   float q[4] = {1, NAN, 0, 0}, k[4] = {0, 0, 0, 0}, out[4];
-  CHECK_THROWS_WITH(attention(q, k, k, 1, 1, 4, AttentionMask{}, out), Catch::Contains("NaN at index 1"));
+  CHECK_THROWS_WITH(attention({q, 4, k, k, 4, 1, 1}, AttentionMask{}, out), Catch::Contains("NaN at index 1"));
 
   MultiHeadAttention ok = random_mha(store, 8, 2, 2, 53);
   Arena arena;

@@ -352,3 +352,26 @@ TEST_CASE("architectures: anything in a file that is not applied is an error", "
                 "config.json: \"rope_scaling.long_factor\" has 1 values, expected 2");
   }
 }
+
+TEST_CASE("architectures: an integer buffer the safetensors reader set aside is an error, not skipped",
+          "[runtime][archs][errors]") {
+  // qwen2's weights as shard 1 of 2; shard 2 holds one I64 buffer no decoder applies.
+  auto files = hf_files("qwen2");
+  const auto& st = files[1]->bytes;
+  uint64_t n;
+  std::memcpy(&n, st.data(), 8);
+  const auto header = nlohmann::json::parse(std::string(st.begin() + 8, st.begin() + 8 + long(n)));
+  nlohmann::json index = {{"metadata", nlohmann::json::object()}, {"weight_map", nlohmann::json::object()}};
+  for (const auto& [name, v] : header.items())
+    if (name != "__metadata__") index["weight_map"][name] = "model-00001-of-00002.safetensors";
+  index["weight_map"]["model.position_ids"] = "model-00002-of-00002.safetensors";
+  const std::string h2 = R"({"model.position_ids":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})";
+  std::vector<uint8_t> shard2(8 + h2.size() + 16, 0);
+  const uint64_t len = h2.size();
+  std::memcpy(shard2.data(), &len, 8);
+  std::memcpy(shard2.data() + 8, h2.data(), h2.size());
+  CHECK_ERROR(load_model({files[0], bytes_file("model-00001-of-00002.safetensors", st),
+                          bytes_file("model-00002-of-00002.safetensors", shard2),
+                          parity::text_file("model.safetensors.index.json", index.dump())}),
+              "config.json: 1 tensor is in the file but not used by the qwen2 architecture: model.position_ids");
+}
