@@ -273,6 +273,62 @@ TEST_CASE("Phi-3 LongRoPE: short factors for sessions within the original contex
   }
 }
 
+namespace {
+
+// A safetensors file split in two shards (tensors alternately) with its index: (shard 1, shard 2, index).
+struct Shards {
+  std::vector<uint8_t> a, b;
+  std::string index;
+};
+Shards split_safetensors(const std::vector<uint8_t>& st) {
+  uint64_t n;
+  std::memcpy(&n, st.data(), 8);
+  const auto header = nlohmann::json::parse(std::string(st.begin() + 8, st.begin() + 8 + long(n)));
+  const uint8_t* data = st.data() + 8 + n;
+  nlohmann::json ha = nlohmann::json::object(), hb = nlohmann::json::object();
+  std::vector<uint8_t> da, db;
+  nlohmann::json index = {{"metadata", nlohmann::json::object()}, {"weight_map", nlohmann::json::object()}};
+  int i = 0;
+  for (const auto& [name, v] : header.items()) {
+    if (name == "__metadata__") continue;
+    const bool first = i++ % 2 == 0;
+    auto& h = first ? ha : hb;
+    auto& d = first ? da : db;
+    const uint64_t begin = v.at("data_offsets")[0], end = v.at("data_offsets")[1];
+    h[name] = {{"dtype", v.at("dtype")}, {"shape", v.at("shape")}, {"data_offsets", {d.size(), d.size() + (end - begin)}}};
+    d.insert(d.end(), data + begin, data + end);
+    index["weight_map"][name] = first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+  }
+  auto pack = [](const nlohmann::json& h, const std::vector<uint8_t>& d) {
+    const std::string text = h.dump();
+    std::vector<uint8_t> out(8 + text.size());
+    const uint64_t len = text.size();
+    std::memcpy(out.data(), &len, 8);
+    std::memcpy(out.data() + 8, text.data(), text.size());
+    out.insert(out.end(), d.begin(), d.end());
+    return out;
+  };
+  return {pack(ha, da), pack(hb, db), index.dump()};
+}
+
+}  // namespace
+
+TEST_CASE("architectures from sharded Hugging Face checkpoints equal the single-file ones", "[runtime][archs][hf]") {
+  for (const char* name : {"gemma3", "phi3", "gptneox"}) {
+    INFO(name);
+    ArchRef r(name);
+    auto files = hf_files(name);
+    const Shards s = split_safetensors(files[1]->bytes);
+    auto sharded = load_model({files[0], bytes_file("model-00001-of-00002.safetensors", s.a),
+                               bytes_file("model-00002-of-00002.safetensors", s.b),
+                               parity::text_file("model.safetensors.index.json", s.index)});
+    auto single = load_model(files);
+    const Run a = prefill(sharded->model(), r, kLlamaCppContext), b = prefill(single->model(), r, kLlamaCppContext);
+    CHECK(compare(a.logits, b.logits, 0.0).failures == 0);
+    CHECK(compare(a.attention, b.attention, 0.0).failures == 0);
+  }
+}
+
 // ---- bad input --------------------------------------------------------------------------------------------
 namespace {
 
