@@ -273,6 +273,24 @@ TEST_CASE("Phi-3 LongRoPE: short factors for sessions within the original contex
   }
 }
 
+TEST_CASE("Gemma 2/3: query_pre_attn_scalar other than head_dim scales the scores by its inverse root",
+          "[runtime][archs][hf]") {
+  for (const char* name : {"gemma2", "gemma3"}) {
+    INFO(name);
+    ArchRef r(name);
+    const std::string config = testutil::read_text(arch_path(std::string(name) + "/config.json"));
+    auto j = nlohmann::json::parse(config);
+    j["query_pre_attn_scalar"] = 24;
+    auto m = load_model(hf_files(name, j.dump()));
+    const Run run = prefill(m->model(), r, kLlamaCppContext);
+    const auto want = testutil::read_f32(arch_path(std::string(name) + ".torch_qpas24.f32"));
+    const Worst w = compare(run.logits, want, 1e-4 * r.range);
+    INFO("vs PyTorch: " << w.str());
+    CHECK(w.failures == 0);
+    CHECK(compare(run.logits, r.torch_logits, 1e-2).failures > 0);  // and it does change the logits
+  }
+}
+
 namespace {
 
 // A safetensors file split in two shards (tensors alternately) with its index: (shard 1, shard 2, index).
