@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // attnlens: the command line of AttnLens (runs the same WebAssembly engine as the browser).
 //
-//   attnlens generate  --model PATH [--tokenizer PATH] --prompt TEXT [--max-tokens N] [--temperature T]
-//                      [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--quantize q8_0] [--json]
-//   attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--max-tokens N] [sampling flags]
-//                      [--layer L] [--head H] --json
+//   attnlens generate  --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
+//                      [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--quantize q8_0] [--json]
+//   attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
+//                      [sampling flags] [--layer L] [--head H] --json
 //   attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--json]
 //   attnlens info      --model PATH [--tokenizer PATH]
 //
@@ -19,14 +19,17 @@ const here = dirname(fileURLToPath(import.meta.url));
 const api = () => import('../web/src/index.mjs');
 
 const USAGE = `usage:
-  attnlens generate  --model PATH [--tokenizer PATH] --prompt TEXT [--max-tokens N] [--temperature T]
-                     [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop TEXT] [--quantize q8_0] [--json]
-  attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--max-tokens N] [sampling flags]
-                     [--layer L] [--head H] --json
+  attnlens generate  --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
+                     [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop TEXT]
+                     [--quantize q8_0] [--json]
+  attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
+                     [sampling flags] [--layer L] [--head H] --json
   attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--json]
   attnlens info      --model PATH [--tokenizer PATH]
 
 PATH: a model file (.bin, .gguf, .safetensors), a Hugging Face-style folder, or a built-in model name.
+--chat: the prompt is a user message (after --system TEXT, a system message), rendered by the model's
+chat template with the assistant's turn opened; --json then also prints "chat_prompt", the rendered text.
 generate --json prints {"tokens", "text", "prefill_ms", "decode_tokens_per_s"}; attention --json prints
 {"tokens", "pieces", "attention": [layer][head][query][key]} over every position (0 past the query).
 Defaults: --max-tokens 128, --temperature 1, --top-k 0 (off), --top-p 1, --seed random.`;
@@ -36,6 +39,8 @@ const OPTIONS = {
   tokenizer: { type: 'string' },
   prompt: { type: 'string' },
   text: { type: 'string' },
+  chat: { type: 'boolean' },
+  system: { type: 'string' },
   'max-tokens': { type: 'string' },
   temperature: { type: 'string' },
   'top-k': { type: 'string' },
@@ -97,13 +102,25 @@ function generateOptions(flags) {
 
 function requirePrompt(flags) {
   if (flags.prompt === undefined) throw new UsageError('--prompt TEXT is required');
-  return flags.prompt;
+  if (flags.system !== undefined && !flags.chat) throw new UsageError('--system TEXT needs --chat');
+  if (!flags.chat) return flags.prompt;
+  // A conversation: rendered by the model's chat template (checked once the model is loaded).
+  return [...(flags.system !== undefined ? [{ role: 'system', content: flags.system }] : []), { role: 'user', content: flags.prompt }];
+}
+
+// --chat needs a model with a chat template: say so in the CLI's terms (the API would suggest a string).
+async function checkChat(model, flags, prompt) {
+  if (!flags.chat) return {};
+  if (!model.info.tokenizer?.chatTemplates?.length)
+    throw new Error(`${flags.model}: this model has no chat template (no chat_template in tokenizer_config.json, chat_template.jinja or the GGUF): run without --chat to continue the prompt as plain text`);
+  return { chat_prompt: await model.applyChatTemplate(prompt, { addGenerationPrompt: true }) };
 }
 
 async function generate(flags) {
   const prompt = requirePrompt(flags);
   const model = await openModel(flags);
   try {
+    const chat = await checkChat(model, flags, prompt);
     if (!flags.json) {
       // Stream to stdout as tokens arrive.
       for await (const step of model.stream(prompt, generateOptions(flags))) process.stdout.write(step.text);
@@ -116,6 +133,7 @@ async function generate(flags) {
       text: r.text,
       prefill_ms: r.timings.prefillMs,
       decode_tokens_per_s: r.timings.tokensPerSecond,
+      ...chat,
     };
     if (r.source) out.source = r.source;
     out.finish_reason = r.finishReason;
@@ -135,6 +153,7 @@ async function attention(flags) {
     const { layers, heads } = model.info;
     if (layer !== undefined && (layer < 0 || layer >= layers)) throw new UsageError(`--layer ${layer} is out of range [0, ${layers})`);
     if (head !== undefined && (head < 0 || head >= heads)) throw new UsageError(`--head ${head} is out of range [0, ${heads})`);
+    const chat = await checkChat(model, flags, prompt);
     const r = await model.generate(prompt, generateOptions(flags));
     // One forward pass over every token gives the complete matrices (equal to what generation
     // computed step by step through the KV cache), the last token's row included.
@@ -164,6 +183,7 @@ async function attention(flags) {
       out.encoder_attention = pick('encoder');
     }
     out.text = r.text;
+    Object.assign(out, chat);
     console.log(JSON.stringify(out));
   } finally {
     await model.dispose();

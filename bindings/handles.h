@@ -61,6 +61,13 @@ double number_field(const val& o, const char* key, double fallback);
 bool bool_field(const val& o, const char* key, bool fallback);
 std::vector<std::string> strings_field(const val& o, const char* key);  // array of strings; absent = {}
 
+// A tokenizer's card as JS sees it (model.info.tokenizer, tokenizer.info: index.d.ts TokenizerInfo):
+// kind, vocabSize, bosId, eosId, the special tokens' text, addBosToken / addEosToken,
+// modelMaxLength, the chat templates' names, the configuration settings not applied.
+val tokenizer_card(const Tokenizer& t, const runtime::TokenizerConfig& c, const generate::SpecialTokenFlags& flags);
+// The chat templates' sources by name ({} when there are none).
+val chat_templates(const runtime::TokenizerConfig& c);
+
 // The files of one model, filled by JS straight into wasm memory: add() allocates and returns a
 // Uint8Array view of the new buffer, which JS must fill before any other call (a heap growth would
 // detach the view).

@@ -51,16 +51,10 @@ val ModelHandle::info(const SessionHandle& session) const {
       files.call<void>("push", e);
     }
     o.set("files", files);
-    if (const Tokenizer* t = m_->tokenizer()) {
-      val tok = val::object();
-      tok.set("kind", t->kind());
-      tok.set("vocabSize", t->vocab_size());
-      tok.set("bosId", t->bos_id());
-      tok.set("eosId", t->eos_id());
-      o.set("tokenizer", tok);
-    } else {
+    if (const Tokenizer* t = m_->tokenizer())
+      o.set("tokenizer", tokenizer_card(*t, m_->tokenizer_config(), m_->prompt_format().special));
+    else
       o.set("tokenizer", val::null());
-    }
     return o;
   });
 }
@@ -75,12 +69,13 @@ val ModelHandle::prompt_format() const {
     o.set("decoderStartToken", p.decoder_start_token);
     o.set("sourceSuffixEos", p.source_suffix_eos);
     o.set("eosToken", p.eos_token);
+    o.set("chatTemplates", chat_templates(m_->tokenizer_config()));
     return o;
   });
 }
 
 val ModelHandle::tokenize(const std::string& text, bool add_special) const {
-  return guarded([&] { return to_int32_array(m_->require_tokenizer().encode(text, add_special)); });
+  return guarded([&] { return to_int32_array(generate::encode_text(m_->require_tokenizer(), m_->prompt_format().special, text, add_special)); });
 }
 
 val ModelHandle::encode_prompt(const std::string& text) const {

@@ -80,8 +80,18 @@ bool is_stop_token(const PromptFormat& f, int t) {
 
 }  // namespace
 
+std::vector<int> encode_text(const Tokenizer& tok, const SpecialTokenFlags& flags, std::string_view text, bool add_special) {
+  if (!add_special || !flags.override) return tok.encode(text, add_special);
+  std::vector<int> ids;
+  if (flags.add_bos) ids.push_back(flags.bos);
+  const std::vector<int> body = tok.encode(text, false);
+  ids.insert(ids.end(), body.begin(), body.end());
+  if (flags.add_eos) ids.push_back(flags.eos);
+  return ids;
+}
+
 std::vector<int> encode_prompt(const Tokenizer& tok, const PromptFormat& f, const std::string& text) {
-  std::vector<int> ids = tok.encode(text, f.add_special);
+  std::vector<int> ids = encode_text(tok, f.special, text, f.add_special);
   if (f.source_suffix_eos && f.eos_token >= 0) ids.push_back(f.eos_token);
   if (ids.empty() && f.empty_prompt_token >= 0) ids.push_back(f.empty_prompt_token);
   return ids;

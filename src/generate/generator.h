@@ -14,9 +14,26 @@
 
 namespace attnlens::generate {
 
+// The special tokens around a text tokenized with add_special, when the tokenizer's configuration
+// asks for other ones than the tokenizer adds by itself (tokenizer_config.json add_bos_token /
+// add_eos_token over tokenizer.json's post-processor, GGUF tokenizer.ggml.add_bos_token /
+// add_eos_token): the text's tokens, with BOS first if add_bos and EOS last if add_eos (the way
+// transformers rebuilds the post-processor from these flags). Filled in by the runtime.
+struct SpecialTokenFlags {
+  bool override = false;  // false: the tokenizer's own special tokens
+  bool add_bos = false;
+  bool add_eos = false;
+  int bos = -1;
+  int eos = -1;
+};
+
+// tokenizer.encode(text, add_special) with the flags applied.
+std::vector<int> encode_text(const Tokenizer& tok, const SpecialTokenFlags& flags, std::string_view text, bool add_special);
+
 // How a model family turns a prompt into tokens and knows it is done (filled in by the runtime).
 struct PromptFormat {
-  bool add_special = true;       // tokenizer.encode(text, add_special)
+  bool add_special = true;       // encode_text(tokenizer, special, text, add_special)
+  SpecialTokenFlags special;
   int empty_prompt_token = -1;   // fed when the prompt encodes to nothing (GPT-2: <|endoftext|>)
   std::vector<int> stop_tokens;  // generating one of these ends generation (it is kept in tokens)
   // encoder–decoder models: the prompt is the source; the decoder starts from this token.

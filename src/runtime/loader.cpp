@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "formats/model_file.h"
 #include "models/registry.h"
+#include "runtime/tokenizer_config.h"
 
 namespace attnlens::runtime {
 
@@ -117,7 +118,17 @@ struct Roles {
   const File* config = nullptr;
   const File* tokenizer_json = nullptr;
   const File* generation_config = nullptr;
+  // The tokenizer's configuration (tokenizer_config.h).
+  const File* tokenizer_config = nullptr;
+  const File* special_tokens_map = nullptr;
+  const File* chat_template_json = nullptr;
+  std::vector<const File*> jinja;  // chat_template.jinja, NAME.jinja
 };
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
 
 void assign(const File*& slot, const File& f, const char* role) {
   AL_CHECK(!slot, "two ", role, " files given: ", slot ? slot->name : "", " and ", f.name);
@@ -129,6 +140,10 @@ Roles classify(const std::vector<FilePtr>& files) {
   for (const FilePtr& fp : files) {
     const File& f = *fp;
     const std::string name = base_name(f.name);
+    if (ends_with(name, ".jinja")) {  // a chat template: text, recognised by its name only
+      r.jinja.push_back(&f);
+      continue;
+    }
     switch (detect_file_kind(bytes_of(f))) {
       case FileKind::Llama2c: assign(r.llama2c, f, "llama2.c checkpoint"); break;
       case FileKind::Gguf: assign(r.gguf, f, "GGUF"); break;
@@ -139,11 +154,17 @@ Roles classify(const std::vector<FilePtr>& files) {
         if (name == "config.json") assign(r.config, f, "config.json");
         else if (name == "tokenizer.json") assign(r.tokenizer_json, f, "tokenizer.json");
         else if (name == "generation_config.json") assign(r.generation_config, f, "generation_config.json");
-        else {  // by content: a tokenizer.json has "model"; a config.json "architectures" or "model_type"
+        else if (name == "tokenizer_config.json") assign(r.tokenizer_config, f, "tokenizer_config.json");
+        else if (name == "special_tokens_map.json") assign(r.special_tokens_map, f, "special_tokens_map.json");
+        else if (name == "chat_template.json") assign(r.chat_template_json, f, "chat_template.json");
+        else {  // by content: a tokenizer.json has "model"; a config.json "architectures" or "model_type";
+                // a tokenizer_config.json "tokenizer_class", "chat_template" or "added_tokens_decoder"
           nlohmann::json j = parse_json(f);
           if (j.is_object() && j.contains("model") && j.at("model").is_object()) assign(r.tokenizer_json, f, "tokenizer.json");
           else if (j.is_object() && (j.contains("architectures") || j.contains("model_type"))) assign(r.config, f, "config.json");
-          // other JSON (tokenizer_config.json, special_tokens_map.json …) is not needed
+          else if (j.is_object() && (j.contains("tokenizer_class") || j.contains("chat_template") || j.contains("added_tokens_decoder")))
+            assign(r.tokenizer_config, f, "tokenizer_config.json");
+          // other JSON (preprocessor configs, …) is not needed
         }
         break;
       }
@@ -156,8 +177,9 @@ Roles classify(const std::vector<FilePtr>& files) {
 }
 
 void set_prompt_format(const std::string& arch, const Tokenizer* tok, const nlohmann::json& config,
-                       generate::PromptFormat& p) {
+                       const TokenizerConfig& tc, const generate::SpecialTokenFlags& special, generate::PromptFormat& p) {
   const int bos = tok ? tok->bos_id() : -1, eos = tok ? tok->eos_id() : -1;
+  p.special = special;
   if (arch == "seq2seq") {
     p.add_special = false;
     p.eos_token = first_id(config, "eos_token_id") >= 0 ? first_id(config, "eos_token_id") : eos;
@@ -168,13 +190,53 @@ void set_prompt_format(const std::string& arch, const Tokenizer* tok, const nloh
     return;
   }
   p.add_special = true;
+  // Every end token anyone names: config.json / generation_config.json (lists included), the
+  // tokenizer's, the configuration's eos_token, a GGUF's end-of-turn tokens.
   std::vector<int> stops = all_ids(config, "eos_token_id");
   if (eos >= 0) stops.push_back(eos);
+  if (tok && special_token_id(tc, *tok, "eos_token") >= 0) stops.push_back(special_token_id(tc, *tok, "eos_token"));
+  stops.insert(stops.end(), tc.extra_stop_ids.begin(), tc.extra_stop_ids.end());
   if (arch == "llama" && bos >= 0) stops.push_back(bos);  // llama2.c stops when the model emits BOS
   if (arch == "gpt2") p.empty_prompt_token = eos >= 0 ? eos : first_id(config, "bos_token_id");
   std::sort(stops.begin(), stops.end());
   stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
   p.stop_tokens = stops;
+}
+
+// The tokenizer's configuration from the files that carry it (on top of a GGUF's metadata, if any).
+// Returns tokenizer_config.json's JSON (null if none) for the added-token check.
+nlohmann::json read_config_files(const Roles& r, TokenizerConfig& c) {
+  nlohmann::json tc;
+  if (r.tokenizer_config) {
+    tc = parse_json(*r.tokenizer_config);
+    read_tokenizer_config(c, tc, r.tokenizer_config->name);
+  }
+  if (r.special_tokens_map) read_special_tokens_map(c, parse_json(*r.special_tokens_map), r.special_tokens_map->name);
+  if (r.chat_template_json) read_chat_template_json(c, parse_json(*r.chat_template_json), r.chat_template_json->name);
+  for (const File* f : r.jinja) {  // chat_template.jinja is the default template; NAME.jinja the template NAME
+    std::string name = base_name(f->name);
+    name = name.substr(0, name.size() - std::strlen(".jinja"));
+    AL_CHECK(!name.empty(), f->name, ": a chat template file needs a name (chat_template.jinja or NAME.jinja)");
+    set_chat_template(c, name == "chat_template" ? "default" : name,
+                      std::string(reinterpret_cast<const char*>(f->bytes.data()), f->bytes.size()), f->name);
+  }
+  return tc;
+}
+
+bool has_config_files(const Roles& r) {
+  return r.tokenizer_config || r.special_tokens_map || r.chat_template_json || !r.jinja.empty();
+}
+
+// Checks the configuration against the tokenizer and works out how it adds special tokens.
+generate::SpecialTokenFlags apply_config(const Roles& r, const TokenizerConfig& c, const nlohmann::json& tc,
+                                         const Tokenizer* tok) {
+  if (!tok) {
+    AL_CHECK(!has_config_files(r), c.source_names(),
+             ": a tokenizer configuration was given without a tokenizer (tokenizer.json, tokenizer.bin or a GGUF with one)");
+    return {};
+  }
+  if (r.tokenizer_config) check_added_tokens(tc, *tok, r.tokenizer_config->name);
+  return resolve_special_tokens(c, *tok);
 }
 
 }  // namespace
@@ -207,6 +269,24 @@ std::unique_ptr<Tokenizer> load_tokenizer(const File& file, int vocab_size) {
   }
 }
 
+LoadedTokenizer load_tokenizer_files(const std::vector<FilePtr>& files, int vocab_size) {
+  AL_CHECK(!files.empty(), "no tokenizer file given");
+  const Roles r = classify(files);
+  AL_CHECK(!r.llama2c && r.safetensors.empty() && !r.index && !r.config, "a tokenizer was asked for, but model files (",
+           r.llama2c ? r.llama2c->name : !r.safetensors.empty() ? r.safetensors[0]->name : r.index ? r.index->name : r.config->name,
+           ") were given: give the tokenizer file and its configuration files");
+  const File* main = r.tokenizer_json ? r.tokenizer_json : r.llama_tokenizer_bin ? r.llama_tokenizer_bin : r.gguf;
+  AL_CHECK(main, "no tokenizer among the files given (expected tokenizer.json, tokenizer.bin or a GGUF)");
+  AL_CHECK(int(!!r.tokenizer_json) + int(!!r.llama_tokenizer_bin) + int(!!r.gguf) == 1,
+           "several tokenizers were given: give one (tokenizer.json, tokenizer.bin or a GGUF) and its configuration files");
+  LoadedTokenizer out;
+  out.tokenizer = load_tokenizer(*main, vocab_size);
+  if (r.gguf) out.config = read_gguf_tokenizer_config(read_gguf(bytes_of(*r.gguf)).config, r.gguf->name);
+  const nlohmann::json tc = read_config_files(r, out.config);
+  out.flags = apply_config(r, out.config, tc, out.tokenizer.get());
+  return out;
+}
+
 std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOptions& options) {
   AL_CHECK(!files.empty(), "no model files given");
   auto out = std::unique_ptr<LoadedModel>(new LoadedModel());
@@ -223,6 +303,7 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
     out->format_ = "gguf";
     out->model_ = models::build_from_gguf(g.config, g.tensors, build);
     out->tokenizer_ = gguf_tokenizer(g.config, r.gguf->name);
+    out->tokenizer_config_ = read_gguf_tokenizer_config(g.config, r.gguf->name);
     if (g.config.contains("tokenizer.ggml.eos_token_id")) config["eos_token_id"] = g.config["tokenizer.ggml.eos_token_id"];
   } else if (r.llama2c) {
     AL_CHECK(r.safetensors.empty(), "a llama2.c checkpoint and safetensors were given together");
@@ -264,8 +345,19 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
     nlohmann::json gc = parse_json(*r.generation_config);
     for (const char* k : {"eos_token_id", "bos_token_id", "decoder_start_token_id"})
       if (gc.contains(k) && !config.contains(k)) config[k] = gc[k];
+    // Generation stops on every end token: generation_config.json's list (Llama 3: <|end_of_text|>,
+    // <|eom_id|>, <|eot_id|>) together with config.json's.
+    if (gc.contains("eos_token_id")) {
+      std::vector<int> both = all_ids(config, "eos_token_id");
+      for (int id : all_ids(gc, "eos_token_id"))
+        if (std::find(both.begin(), both.end(), id) == both.end()) both.push_back(id);
+      config["eos_token_id"] = both;
+    }
   }
-  set_prompt_format(out->model_->info().architecture, out->tokenizer_.get(), config, out->prompt_);
+  const nlohmann::json tc = read_config_files(r, out->tokenizer_config_);
+  const generate::SpecialTokenFlags special = apply_config(r, out->tokenizer_config_, tc, out->tokenizer_.get());
+  set_prompt_format(out->model_->info().architecture, out->tokenizer_.get(), config, out->tokenizer_config_, special,
+                    out->prompt_);
   return out;
 }
 

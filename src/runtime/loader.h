@@ -18,6 +18,7 @@
 #include "generate/generator.h"
 #include "models/model.h"
 #include "models/weights.h"
+#include "runtime/tokenizer_config.h"
 #include "tokenizers/tokenizer.h"
 
 namespace attnlens::runtime {
@@ -38,6 +39,8 @@ class LoadedModel {
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // null when no tokenizer was given
   const Tokenizer& require_tokenizer() const;                     // throws if none
   const generate::PromptFormat& prompt_format() const { return prompt_; }
+  // Special tokens' text, add_bos/add_eos, length limit, chat templates (tokenizer_config.h).
+  const TokenizerConfig& tokenizer_config() const { return tokenizer_config_; }
   const std::string& format() const { return format_; }  // "llama2c", "gguf", "safetensors"
   // The model card (architecture, sizes, tokenizer kind…) is model().info(), format(), files() and
   // tokenizer(); bindings/model.cpp turns it into the JS object model.info.
@@ -53,6 +56,7 @@ class LoadedModel {
   std::unique_ptr<models::Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   generate::PromptFormat prompt_;
+  TokenizerConfig tokenizer_config_;
 };
 
 std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOptions& options = {});
@@ -60,5 +64,9 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
 // A tokenizer alone (tokenizer.bin needs the vocabulary size: pass 0 to read it from the file's
 // record count), tokenizer.json or a GGUF's metadata.
 std::unique_ptr<Tokenizer> load_tokenizer(const File& file, int vocab_size = 0);
+
+// A tokenizer file with its configuration files (tokenizer_config.json, special_tokens_map.json,
+// chat_template.jinja …), or a GGUF (its metadata has both).
+LoadedTokenizer load_tokenizer_files(const std::vector<FilePtr>& files, int vocab_size = 0);
 
 }  // namespace attnlens::runtime

@@ -2,7 +2,9 @@
 // path (the wasm is found next to its glue, whatever the page's URL):
 //   default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; object-src 'none'; base-uri 'none'
 // on every response (page, modules, worker, wasm). The page loads a model in its thread AND in
-// worker mode, generates, streams with attention, forwards; no CSP violation may happen (the
+// worker mode, generates, streams with attention, forwards, and renders a chat template with the
+// package's bundled @huggingface/jinja (served from the package's own node_modules, as installed);
+// no CSP violation may happen (the
 // policy's report-uri collects reports from the page and from workers; a control page proves the
 // reporting works). Then cache: true — a second load with the browser offline comes from Cache
 // Storage.
@@ -51,6 +53,16 @@ async function exercise(model) {
     steps, aborted: { reason: aborted.finishReason, tokens: aborted.tokens.length - aborted.promptTokens },
   };
 }
+// A chat model (tests/fixtures/chat/tiny-chat.gguf): the template rendered by @huggingface/jinja,
+// which must need no eval under this policy.
+async function chat(m) {
+  const conv = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }];
+  const text = await m.applyChatTemplate(conv, { addGenerationPrompt: true });
+  const g = await m.generate(conv, { maxNewTokens: 4, temperature: 0 });
+  let raised = null;
+  try { await m.applyChatTemplate(conv, { template: '{{ raise_exception("roles must alternate") }}' }); } catch (e) { raised = e.message; }
+  return { text, tokens: g.tokens, promptTokens: g.promptTokens, reason: g.finishReason, raised };
+}
 const out = { progress: [] };
 try {
   out.engine = await engineInfo();
@@ -64,6 +76,11 @@ try {
   out.worker.engine = await inWorker.engineInfo();
   await inWorker.dispose();
   out.worker.disposed = inWorker.disposed;
+  for (const worker of [false, true]) {
+    const m = await loadModel('/fixtures/chat/tiny-chat.gguf', { worker });
+    out[worker ? 'chatWorker' : 'chatThread'] = await chat(m);
+    await m.dispose();
+  }
 } catch (e) {
   out.error = String(e && e.stack || e);
 }
@@ -112,6 +129,9 @@ before(async () => {
     '/vendor/attnlens/dist/wasm/': join(root, 'dist/wasm'),
     '/models/stories260K/': stories.dir,
     '/models/kjv-gpt2/': kjv.dir,
+    // the package's bundled dependency, where an installed package has it
+    '/vendor/attnlens/node_modules/@huggingface/jinja/': join(root, 'node_modules/@huggingface/jinja'),
+    '/fixtures/chat/': join(root, 'tests/fixtures/chat'),
   }, { headers: { 'Content-Security-Policy': CSP, 'Cache-Control': 'no-store' } });
   browser = await launch();
 });
@@ -144,6 +164,14 @@ test('strict CSP, nested page path: in-thread and worker mode load, generate, st
     assert.equal(x.aborted.reason, 'aborted');
     assert.ok(x.aborted.tokens >= 3 && x.aborted.tokens <= 4, `${where}: ${x.aborted.tokens} tokens after abort`);
   }
+  // Chat: the template rendered in the page and in the worker, the same conversation generated from.
+  for (const where of ['chatThread', 'chatWorker']) {
+    const c = r[where];
+    assert.equal(c.text, '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n', where);
+    assert.equal(c.reason, 'eos', where);
+    assert.match(c.raised, /: roles must alternate$/, where);
+  }
+  assert.deepEqual(r.chatWorker.tokens, r.chatThread.tokens);
   // The worker computes exactly what the page's thread computes.
   assert.equal(r.worker.text, r.thread.text);
   assert.deepEqual(r.worker.tokens, r.thread.tokens);
@@ -164,6 +192,7 @@ test('strict CSP, nested page path: in-thread and worker mode load, generate, st
   const paths = server.requests.map((q) => q.path);
   assert.ok(paths.includes('/vendor/attnlens/dist/wasm/attnlens.wasm'));
   assert.ok(paths.includes('/vendor/attnlens/web/src/worker.mjs'));
+  assert.ok(paths.includes('/vendor/attnlens/node_modules/@huggingface/jinja/dist/index.js'));
   assert.ok(!paths.some((p) => p.startsWith(PAGE) && /attnlens\.wasm|worker\.mjs/.test(p)));
 });
 

@@ -1,9 +1,10 @@
-// `npm pack`'s tarball installs into an empty project (offline: the package has no dependencies)
+// `npm pack`'s tarball installs into an empty project (offline: its one dependency, @huggingface/jinja,
+// is bundled in the tarball)
 // where a script imports 'attnlens', loads a model and generates, in this thread and in worker
 // mode; its TypeScript types resolve there through "exports"; and `npx attnlens --help` runs.
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -38,9 +39,17 @@ test('the tarball holds the package and nothing else', { skip: missing }, () => 
   const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n').map((f) => f.replace(/^package\//, ''));
   for (const f of ['package.json', 'dist/wasm/attnlens.mjs', 'dist/wasm/attnlens.wasm', 'web/src/index.mjs', 'web/src/index.d.ts',
     'web/src/worker.mjs', 'web/src/worker-client.mjs']) assert.ok(files.includes(f), `${f} missing`);
-  assert.ok(!files.some((f) => /^(tests|src|bindings|build|models|node_modules)\//.test(f)), files.join(', '));
+  assert.ok(!files.some((f) => /^(tests|src|bindings|build|models)\//.test(f)), files.join(', '));
+  // node_modules/ holds the bundled dependency only (package.json "bundleDependencies"), which
+  // web/src/chat.mjs imports by a relative path: the same in the repository and when installed.
+  const bundled = files.filter((f) => f.startsWith('node_modules/'));
+  assert.ok(bundled.includes('node_modules/@huggingface/jinja/dist/index.js'), 'the bundled @huggingface/jinja');
+  assert.deepEqual(bundled.filter((f) => !f.startsWith('node_modules/@huggingface/jinja/')), []);
   const installed = readdirSync(join(dir, 'node_modules'));
-  assert.deepEqual(installed.filter((n) => !n.startsWith('.')), ['attnlens'], 'no dependencies came along');
+  assert.deepEqual(installed.filter((n) => !n.startsWith('.')), ['attnlens'], 'no dependencies came along beside it');
+  const ours = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const jinja = JSON.parse(readFileSync(join(dir, 'node_modules/attnlens/node_modules/@huggingface/jinja/package.json'), 'utf8'));
+  assert.equal(jinja.version, ours.dependencies['@huggingface/jinja'], 'the pinned version, inside the package');
 });
 
 test('a script in the new project imports "attnlens", loads a model and generates (here and in a worker)', { skip: missing, timeout: 120_000 }, () => {
@@ -50,16 +59,21 @@ const MODEL = ${JSON.stringify(MODEL)};
 const here = await loadModel(MODEL.src);
 const a = await here.generate(MODEL.prompt, { maxNewTokens: 10, temperature: 0 });
 const f = await here.forward((await here.tokenize(MODEL.prompt)).ids, { attentions: true });
+const hereChat = await here.applyChatTemplate([{ role: 'user', content: 'hi' }], { template: '<{{ messages[0].content }}>' });
 await here.dispose();
 const worker = await loadModel(MODEL.src, { worker: true });
 const b = await worker.generate(MODEL.prompt, { maxNewTokens: 10, temperature: 0 });
+// The bundled Jinja renders a template in the installed package (in the worker too).
+const chat = [{ role: 'user', content: 'hi' }];
+const rendered = [hereChat, await worker.applyChatTemplate(chat, { template: '<{{ messages[0].content }}>' })];
 await worker.dispose();
-console.log(JSON.stringify({ a: a.text, b: b.text, n: a.tokens.length - a.promptTokens, kinds: f.attentions.kinds, simd: (await engineInfo()).simd,
+console.log(JSON.stringify({ rendered, a: a.text, b: b.text, n: a.tokens.length - a.promptTokens, kinds: f.attentions.kinds, simd: (await engineInfo()).simd,
   resolved: import.meta.resolve('attnlens') }));
 `);
   const out = JSON.parse(run(process.execPath, ['use.mjs']).trim().split('\n').pop());
   assert.ok(out.a.length > 0);
   assert.equal(out.b, out.a);
+  assert.deepEqual(out.rendered, ['<hi>', '<hi>']);
   assert.equal(out.n, 10);
   assert.deepEqual(out.kinds, ['self']);
   assert.match(out.resolved, /node_modules\/attnlens\/web\/src\/index\.mjs$/);

@@ -2,7 +2,8 @@
 // tarball) is built by `vite build` with no configuration at all, served under a strict CSP, and
 // run in headless Chromium: it loads a model in its thread and in worker mode (Vite bundles
 // worker.mjs from `new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' })` and
-// copies the wasm and its glue as assets) and generates. Skips when vite is not installed
+// copies the wasm and its glue as assets), generates, and renders a chat template (the package's
+// bundled @huggingface/jinja, imported by a relative path, bundled in the page and in the worker). Skips when vite is not installed
 // (npm install --no-save vite@7, or as a devDependency).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -62,12 +63,16 @@ try {
   out.thread = (await here.generate(MODEL.prompt, { maxNewTokens: 10, temperature: 0 })).text;
   const f = await here.forward((await here.tokenize(MODEL.prompt)).ids, { attentions: true });
   out.rowSum = f.attentions.row(0, 0, 1).reduce((a, b) => a + b, 0);
+  const chat = [{ role: 'user', content: 'hi' }];
+  const template = '<{{ messages[0].content | upper }}>';  // rendered by the bundled @huggingface/jinja
+  out.chat = [await here.applyChatTemplate(chat, { template })];
   await here.dispose();
   const w = await loadModel(MODEL.src, { worker: true });
   const steps = [];
   for await (const s of w.stream(MODEL.prompt, { maxNewTokens: 10, temperature: 0, attentions: { layers: [0] } })) steps.push(s);
   out.worker = steps.map((s) => s.text).join('');
   out.workerAttention = steps.every((s) => s.attentions.layer(0).keys >= 1);
+  out.chat.push(await w.applyChatTemplate(chat, { template }));
   await w.dispose();
 } catch (e) {
   out.error = String(e && e.stack || e);
@@ -127,6 +132,7 @@ test('vite build (no config) of an app importing "attnlens": runs in Chromium un
   assert.equal(r.worker, r.thread);
   assert.ok(Math.abs(r.rowSum - 1) < 1e-4);
   assert.ok(r.workerAttention);
+  assert.deepEqual(r.chat, ['<HI>', '<HI>']);
   await page.waitForTimeout(300);
   assert.deepEqual(reports, [], reports.join('\n'));
   assert.deepEqual(logs.filter((l) => l.type === 'error' || l.type === 'pageerror'), []);

@@ -77,7 +77,11 @@ export function loadModel(source: ModelSource, options?: LoadOptions & { worker?
 export function loadModel(source: ModelSource, options: LoadOptions & { worker: true | WorkerLike }): Promise<WorkerModel>;
 export function loadModel(source: ModelSource, options?: LoadOptions): Promise<Model | WorkerModel>;
 
-/** Loads a tokenizer alone: tokenizer.bin (llama2.c), tokenizer.json, or a GGUF's embedded tokenizer. */
+/**
+ * Loads a tokenizer alone: tokenizer.bin (llama2.c), tokenizer.json (with its configuration files,
+ * if given: tokenizer_config.json, special_tokens_map.json, chat_template.jinja), or a GGUF's
+ * embedded tokenizer and chat template.
+ */
 export function loadTokenizer(source: ModelSource, options?: LoadTokenizerOptions): Promise<Tokenizer>;
 
 export interface EngineInfo {
@@ -134,7 +138,66 @@ export interface ModelInfo {
   /** Everything the model held once loaded: files, owned copies and tables, KV cache and scratch (memory() has the live figures). */
   memoryBytes: number;
   files: Array<{ name: string; bytes: number }>;
-  tokenizer: { kind: string; vocabSize: number; bosId: number; eosId: number } | null;
+  tokenizer: TokenizerInfo | null;
+}
+
+/**
+ * A tokenizer with its configuration (tokenizer_config.json, special_tokens_map.json,
+ * chat_template.jinja, or a GGUF's tokenizer metadata).
+ */
+export interface TokenizerInfo {
+  /** "sentencepiece-bpe", "byte-level-bpe", "wordpiece", … */
+  kind: string;
+  vocabSize: number;
+  /** BOS / EOS ids (the configuration's bos_token / eos_token when it names them); -1 if none. */
+  bosId: number;
+  eosId: number;
+  /** The special tokens' text, as chat templates see them (bos_token, …); null if the configuration has none. */
+  bosToken: string | null;
+  eosToken: string | null;
+  unkToken: string | null;
+  sepToken: string | null;
+  padToken: string | null;
+  clsToken: string | null;
+  maskToken: string | null;
+  /** add_bos_token / add_eos_token as configured (applied when tokenizing with special tokens); null: the tokenizer's own choice. */
+  addBosToken: boolean | null;
+  addEosToken: boolean | null;
+  /** model_max_length; null when absent or transformers' "no limit" (1e30). */
+  modelMaxLength: number | null;
+  /** Names of the chat templates ("default" first; e.g. "tool_use"); [] when the model has none. */
+  chatTemplates: string[];
+  /** Settings of tokenizer_config.json / special_tokens_map.json the engine read but does not use (tokenizer_class, …). */
+  settingsNotApplied: string[];
+}
+
+/** One message of a conversation. Other fields (tool_calls, name, …) are passed to the template. */
+export interface ChatMessage {
+  /** "system", "user", "assistant", "tool", … */
+  role: string;
+  /** The text, or content parts (e.g. [{ type: "text", text }]) for templates that take them; null beside tool_calls. */
+  content: string | readonly unknown[] | null;
+  [field: string]: unknown;
+}
+
+export interface ChatTemplateOptions {
+  /** Open the assistant's turn at the end (transformers' add_generation_prompt). applyChatTemplate/encodeChat: default false; generate/stream: default true. */
+  addGenerationPrompt?: boolean;
+  /** Tool (function) definitions the template lists (JSON schema objects); selects the "tool_use" template when the model has one. */
+  tools?: readonly unknown[];
+  /** Documents for retrieval-augmented templates. */
+  documents?: readonly unknown[];
+  /** Which of the model's templates: "default", "tool_use", … (see info.tokenizer.chatTemplates). */
+  templateName?: string;
+  /** A Jinja template of your own, instead of the model's. */
+  template?: string;
+  /** More template variables (e.g. { enable_thinking: false }, { date_string: "26 Jul 2024" }). */
+  variables?: Record<string, unknown>;
+}
+
+/** A rendered conversation and its tokens (tokenized without adding special tokens: the template writes them). */
+export interface EncodedChat extends Tokenized {
+  text: string;
 }
 
 /** How prompts are turned into tokens, and which tokens end a generation. */
@@ -145,6 +208,8 @@ export interface PromptFormat {
   decoderStartToken: number;
   sourceSuffixEos: boolean;
   eosToken: number;
+  /** The chat templates' Jinja sources by name ({} when the model has none). */
+  chatTemplates: Record<string, string>;
 }
 
 /** Token ids: an array or an integer typed array. */
@@ -185,6 +250,9 @@ export interface ForwardResult {
   hiddenShape?: [number, number];
 }
 
+/** A prompt: text, token ids, or a conversation rendered by the model's chat template. */
+export type Prompt = string | TokenIds | readonly ChatMessage[];
+
 export interface SamplingOptions {
   /** New tokens at most (default 128). */
   maxNewTokens?: number;
@@ -202,6 +270,8 @@ export interface SamplingOptions {
   stop?: string | string[];
   /** Stops the generation within one token: it then resolves with finishReason "aborted". */
   signal?: AbortSignal;
+  /** A conversation prompt: how it is rendered (addGenerationPrompt defaults to true here). */
+  chat?: ChatTemplateOptions;
 }
 
 export interface GenerateOptions extends SamplingOptions {
@@ -281,11 +351,16 @@ export class Model {
   detokenize(ids: TokenIds): Promise<string>;
   /** The text piece of each token id. */
   pieces(ids: TokenIds): Promise<string[]>;
+  /** A conversation → the prompt text of the model's chat template (@huggingface/jinja). */
+  applyChatTemplate(messages: readonly ChatMessage[], options?: ChatTemplateOptions): Promise<string>;
+  /** A conversation → its text and the token ids generation feeds. */
+  encodeChat(messages: readonly ChatMessage[], options?: ChatTemplateOptions): Promise<EncodedChat>;
   /** One forward pass from position 0, with the logits of every position and, if asked, attention. */
   forward(input: ForwardInput, options?: ForwardOptions): Promise<ForwardResult>;
-  generate(prompt: string | TokenIds, options?: GenerateOptions): Promise<GenerateResult>;
+  /** Generates from text, token ids or a conversation (rendered with the generation prompt). */
+  generate(prompt: Prompt, options?: GenerateOptions): Promise<GenerateResult>;
   /** Streams the generation token by token (breaking out of the loop stops it). */
-  stream(prompt: string | TokenIds, options?: StreamOptions): TokenStream;
+  stream(prompt: Prompt, options?: StreamOptions): TokenStream;
   /** Memory now. */
   memory(): MemoryStats;
   /** Frees the model's memory; a running generation ends as "aborted"; later calls throw. */
@@ -303,10 +378,13 @@ export interface WorkerModel {
   encodePrompt(text: string): Promise<Tokenized>;
   detokenize(ids: TokenIds): Promise<string>;
   pieces(ids: TokenIds): Promise<string[]>;
+  /** Rendered in the worker. */
+  applyChatTemplate(messages: readonly ChatMessage[], options?: ChatTemplateOptions): Promise<string>;
+  encodeChat(messages: readonly ChatMessage[], options?: ChatTemplateOptions): Promise<EncodedChat>;
   /** Logits and attention arrays are transferred from the worker (no copy). */
   forward(input: ForwardInput, options?: ForwardOptions): Promise<ForwardResult>;
-  generate(prompt: string | TokenIds, options?: GenerateOptions): Promise<GenerateResult>;
-  stream(prompt: string | TokenIds, options?: StreamOptions): TokenStream;
+  generate(prompt: Prompt, options?: GenerateOptions): Promise<GenerateResult>;
+  stream(prompt: Prompt, options?: StreamOptions): TokenStream;
   memory(): Promise<MemoryStats>;
   /** Engine facts of the worker's own wasm instance. */
   engineInfo(): Promise<EngineInfo>;
@@ -363,7 +441,13 @@ export class Tokenizer {
   private constructor();
   readonly kind: string;
   readonly vocabSize: number;
+  /** Special tokens, add_bos/add_eos, length limit, chat template names (as model.info.tokenizer). */
+  readonly info: Readonly<TokenizerInfo>;
+  /** The chat templates' sources by name. */
+  readonly chatTemplates: Readonly<Record<string, string>>;
   tokenize(text: string, options?: TokenizeOptions): Tokenized;
+  applyChatTemplate(messages: readonly ChatMessage[], options?: ChatTemplateOptions): string;
+  encodeChat(messages: readonly ChatMessage[], options?: ChatTemplateOptions): EncodedChat;
   detokenize(ids: TokenIds): string;
   pieces(ids: TokenIds): string[];
   dispose(): void;

@@ -48,13 +48,16 @@ export async function loadModel(source, options = {}) {
 
 /**
  * Loads a tokenizer alone: tokenizer.bin (llama2.c; pass vocabSize if the file has extra records),
- * tokenizer.json, or a GGUF (its embedded tokenizer). Same sources as loadModel, one file.
+ * tokenizer.json with its configuration files if you have them (tokenizer_config.json,
+ * special_tokens_map.json, chat_template.jinja), or a GGUF (its embedded tokenizer and template).
+ * Same sources as loadModel.
  */
 export async function loadTokenizer(source, options = {}) {
   checkLoadOptions(options);
+  if (source === undefined || source === null) throw new TypeError('loadTokenizer: source is required');
+  checkSource(source);
   const files = await resolveSource(source, options);
-  if (files.length !== 1) throw new RangeError(`loadTokenizer: expected one file, got ${files.length}`);
-  return Tokenizer.fromFile(files[0], options.vocabSize ?? 0);
+  return Tokenizer.fromFiles(files, options.vocabSize ?? 0);
 }
 
 /** Engine facts: the SIMD instruction set the kernels were compiled for, wasm memory in use. */

@@ -1,6 +1,7 @@
 // A model running in this thread on the AttnLens WebAssembly engine. (worker.mjs runs the same class
 // inside a Web Worker / worker_threads and proxies it.)
 import { Attentions } from './attentions.mjs';
+import { describeModel, renderChat } from './chat.mjs';
 import { throwIfAborted } from './errors.mjs';
 import { resolveSource } from './sources.mjs';
 import { getModule } from './wasm.mjs';
@@ -128,6 +129,36 @@ export class Model {
     });
   }
 
+  // What renderChat needs to know of this model.
+  #chatModel() {
+    return { templates: this.promptFormat.chatTemplates, tokenizer: this.info.tokenizer, owner: describeModel(this.info) };
+  }
+
+  /**
+   * A conversation [{ role, content }, …] → the prompt text of the model's chat template.
+   * options: addGenerationPrompt (default false: open the assistant's turn), tools, documents,
+   * templateName ("default", "tool_use", …), template (a template of your own), variables (more
+   * template variables, e.g. { enable_thinking: false }).
+   */
+  async applyChatTemplate(messages, options = {}) {
+    this.#alive();
+    return renderChat(this.#chatModel(), messages, check.chatOptions(options, 'applyChatTemplate'));
+  }
+
+  /**
+   * A conversation → { text, ids, pieces }: the rendered text and its tokens as generation feeds them
+   * (tokenized without adding special tokens: the template writes those it wants, as
+   * transformers.js' apply_chat_template does).
+   */
+  async encodeChat(messages, options = {}) {
+    this.#alive();
+    const text = renderChat(this.#chatModel(), messages, check.chatOptions(options, 'encodeChat'));
+    return this.#exclusive(() => {
+      const ids = Array.from(this.#handle.tokenize(text, false));
+      return { text, ids, pieces: ids.length ? this.#handle.pieces(ids) : [] };
+    });
+  }
+
   /** Token ids → text. */
   async detokenize(ids) {
     this.#alive();
@@ -209,7 +240,9 @@ export class Model {
   }
 
   /**
-   * Generates text. Resolves with { text, tokens, pieces, promptTokens, finishReason, seed,
+   * Generates text from a prompt: text, token ids, or a conversation [{ role, content }, …] rendered
+   * by the model's chat template (options.chat: addGenerationPrompt (default true), tools,
+   * documents, templateName, template, variables, as applyChatTemplate takes them). Resolves with { text, tokens, pieces, promptTokens, finishReason, seed,
    * timings: { prefillMs, decodeMs, tokensPerSecond } }. An AbortSignal stops it within one token
    * (finishReason "aborted", the tokens so far kept). options.onToken(step) sees every new token.
    */
@@ -233,8 +266,11 @@ export class Model {
   #plan(prompt, options) {
     const opts = check.generateOptions(prompt, options);
     const att = this.#attentionOption(options.attentions);
-    const promptIds = typeof prompt === 'string' ? null : check.tokenIds(prompt, 'prompt', this.info.vocabSize);
-    return { opts, att, promptIds, signal: options.signal };
+    // A conversation is rendered now (template errors throw before the model is touched) and
+    // tokenized without adding special tokens, as encodeChat() does.
+    const chatText = opts.chat ? renderChat(this.#chatModel(), prompt, opts.chat) : null;
+    const promptIds = typeof prompt === 'string' || opts.chat ? null : check.tokenIds(prompt, 'prompt', this.info.vocabSize);
+    return { opts, att, promptIds, chatText, signal: options.signal };
   }
 
   /**
@@ -264,11 +300,11 @@ export class Model {
   }
 
   // The generation loop: yields the steps, returns the result. The caller holds the model.
-  async *#steps({ opts, att, promptIds, signal }) {
+  async *#steps({ opts, att, promptIds, chatText, signal }) {
     const s = this.#session;
     const h = this.#handle;
     throwIfAborted(signal);
-    const ids = promptIds ?? Array.from(h.encodePrompt(opts.prompt));
+    const ids = promptIds ?? Array.from(chatText !== null ? h.tokenize(chatText, false) : h.encodePrompt(opts.prompt));
     const run = { final: null };
     s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
     let finished = false;

@@ -2,7 +2,8 @@
 //
 //   a URL of a file                      "https://…/stories15M.bin", "./model.gguf"
 //   a URL of a Hugging Face-style folder "https://…/kjv-gpt2/"  (ends with "/": config.json,
-//                                        tokenizer.json, model.safetensors or the index + shards)
+//                                        tokenizer.json, model.safetensors or the index + shards,
+//                                        tokenizer_config.json, chat_template.jinja)
 //   several URLs                         ["…/stories15M.bin", "…/tokenizer.bin"]
 //   File / Blob objects (dropped files), ArrayBuffers or typed arrays (named "file0", "file1", …
 //   or passed as { name, data })
@@ -16,7 +17,7 @@ import { FetchError, abortError, throwIfAborted } from './errors.mjs';
 export { FetchError };
 
 const CACHE_NAME = 'attnlens-models-v1';
-const MODEL_FILE = /\.(bin|gguf|safetensors|json)$/i;
+const MODEL_FILE = /\.(bin|gguf|safetensors|json|jinja)$/i;
 
 function baseName(path) {
   return String(path).split(/[\\/]/).filter(Boolean).pop() ?? String(path);
@@ -153,13 +154,17 @@ async function exists(url, signal, store) {
   }
 }
 
-/** A Hugging Face-style folder URL: config.json, tokenizer.json, weights (one file or sharded). */
+/**
+ * A Hugging Face-style folder URL: config.json, tokenizer.json, weights (one file or sharded), the
+ * tokenizer's configuration (tokenizer_config.json, and chat_template.jinja when the configuration
+ * has no chat_template: newer transformers save the template there).
+ */
 async function folderUrls(folder, { signal, cache }) {
   const store = await openCache(cache);
   const at = (f) => new URL(f, folder).href;
   // Which files the folder has, asked all at once; the shard index only when there is no single
   // weights file (each missing file costs a 404, which browsers print in the console).
-  const names = ['model.safetensors', 'tokenizer.json', 'generation_config.json'];
+  const names = ['model.safetensors', 'tokenizer.json', 'generation_config.json', 'tokenizer_config.json'];
   const has = Object.fromEntries(
     await Promise.all(names.map(async (n) => [n, await exists(at(n), signal, store)])),
   );
@@ -179,6 +184,18 @@ async function folderUrls(folder, { signal, cache }) {
   }
   if (has['tokenizer.json']) urls.push(at('tokenizer.json'));
   if (has['generation_config.json']) urls.push(at('generation_config.json'));
+  if (has['tokenizer_config.json']) {
+    urls.push(at('tokenizer_config.json'));
+    const configFile = (await downloadAll([at('tokenizer_config.json')], { signal, cache }))[0];
+    let config = null;
+    try {
+      config = JSON.parse(new TextDecoder().decode(configFile.bytes));
+    } catch {
+      // the engine reports what is wrong with it
+    }
+    if (config && typeof config === 'object' && !('chat_template' in config) && (await exists(at('chat_template.jinja'), signal, store)))
+      urls.push(at('chat_template.jinja'));
+  }
   return urls;
 }
 

@@ -1,5 +1,7 @@
-// A tokenizer without a model: llama2.c tokenizer.bin, Hugging Face tokenizer.json, or a GGUF file's
-// embedded tokenizer.
+// A tokenizer without a model: llama2.c tokenizer.bin, Hugging Face tokenizer.json (with its
+// tokenizer_config.json, special_tokens_map.json, chat_template.jinja), or a GGUF file's embedded
+// tokenizer.
+import { renderChat } from './chat.mjs';
 import { getModule } from './wasm.mjs';
 import * as check from './validate.mjs';
 
@@ -12,13 +14,17 @@ export class Tokenizer {
     this.#t = handle;
     this.kind = handle.kind();
     this.vocabSize = handle.vocabSize();
+    /** Special tokens, add_bos/add_eos, model_max_length, chat template names (as model.info.tokenizer). */
+    this.info = Object.freeze(handle.info());
+    /** The chat templates' sources by name ({} when there are none). */
+    this.chatTemplates = Object.freeze(handle.chatTemplates());
   }
 
-  static async fromFile(file, vocabSize = 0) {
+  static async fromFiles(files, vocabSize = 0) {
     const m = await getModule();
     const set = new m.FileSet();
     try {
-      set.add(file.name, file.bytes.length).set(file.bytes);
+      for (const f of files) set.add(f.name, f.bytes.length).set(f.bytes);
       return new Tokenizer(new m.Tokenizer(set, vocabSize));
     } finally {
       set.delete();
@@ -35,6 +41,24 @@ export class Tokenizer {
     check.string(text, 'text');
     const ids = Array.from(this.#t.tokenize(text, !!addSpecialTokens));
     return { ids, pieces: this.#t.pieces(ids) };
+  }
+
+  /** A conversation → its prompt text (options as Model.applyChatTemplate). */
+  applyChatTemplate(messages, options = {}) {
+    this.#alive();
+    return renderChat(this.#chatModel(), messages, check.chatOptions(options, 'applyChatTemplate'));
+  }
+
+  /** A conversation → { text, ids, pieces }, the text tokenized without adding special tokens. */
+  encodeChat(messages, options = {}) {
+    this.#alive();
+    const text = renderChat(this.#chatModel(), messages, check.chatOptions(options, 'encodeChat'));
+    const ids = Array.from(this.#t.tokenize(text, false));
+    return { text, ids, pieces: this.#t.pieces(ids) };
+  }
+
+  #chatModel() {
+    return { templates: this.chatTemplates, tokenizer: this.info, owner: `this ${this.kind} tokenizer` };
   }
 
   detokenize(ids) {

@@ -47,8 +47,12 @@ export function prompt(p) {
     if (!p.length) throw new RangeError('prompt is empty: give some text to continue (or token ids)');
     return;
   }
+  if (isMessages(p)) {
+    messages(p);
+    return;
+  }
   if (!(Array.isArray(p) || ArrayBuffer.isView(p)))
-    throw new TypeError(`prompt must be a string or an array of token ids, got ${typeName(p)}`);
+    throw new TypeError(`prompt must be a string or an array of token ids, got ${typeName(p)} (a conversation is an array of { role, content } messages)`);
 }
 
 /** { layers?: number[], heads?: number[] } | null from true / false / an object. */
@@ -91,5 +95,67 @@ export function generateOptions(p, o) {
   if (!engine.stop.every((s) => typeof s === 'string')) throw new TypeError('stop must be a string or an array of strings');
   if (o.signal !== undefined && !(typeof o.signal === 'object' && o.signal !== null && 'aborted' in o.signal))
     throw new TypeError('signal must be an AbortSignal');
-  return { prompt: typeof p === 'string' ? p : null, engine };
+  const conversation = isMessages(p);
+  if (o.chat !== undefined && !conversation) throw new TypeError('chat options apply to a prompt given as { role, content } messages');
+  // A conversation is rendered with the generation prompt (the assistant's turn opened) by default.
+  const chat = conversation ? chatOptions(o.chat, 'chat', { addGenerationPrompt: true }) : null;
+  return { prompt: typeof p === 'string' ? p : null, engine, chat };
+}
+
+/** True when a prompt is a conversation: an array holding objects (messages) rather than token ids. */
+export function isMessages(p) {
+  return Array.isArray(p) && p.some((x) => x !== null && typeof x === 'object');
+}
+
+/**
+ * A conversation: a non-empty array of { role, content } (content a string, an array of content
+ * parts, or null beside tool_calls; other fields such as tool_calls or name pass to the template).
+ */
+export function messages(v, name = 'messages') {
+  if (!Array.isArray(v)) throw new TypeError(`${name} must be an array of { role, content } messages, got ${typeName(v)}`);
+  if (!v.length) throw new RangeError(`${name} is empty: give at least one { role, content } message`);
+  v.forEach((m, i) => {
+    if (m === null || typeof m !== 'object' || Array.isArray(m))
+      throw new TypeError(`${name}[${i}] must be a { role, content } object, got ${typeName(m)}`);
+    if (typeof m.role !== 'string' || !m.role)
+      throw new TypeError(`${name}[${i}].role must be a non-empty string ("system", "user", "assistant", …), got ${m.role === undefined ? 'nothing' : typeName(m.role)}`);
+    const c = m.content;
+    if (c === undefined && !Array.isArray(m.tool_calls))
+      throw new TypeError(`${name}[${i}].content is missing (a string, or an array of content parts)`);
+    if (c !== undefined && c !== null && typeof c !== 'string' && !Array.isArray(c))
+      throw new TypeError(`${name}[${i}].content must be a string or an array of content parts, got ${typeName(c)}`);
+  });
+  return v;
+}
+
+/** Chat options → { addGenerationPrompt, tools, documents, templateName, template, variables }. */
+export function chatOptions(o, fn, { addGenerationPrompt = false } = {}) {
+  const c = options(o, fn);
+  const bool = (k, fallback) => {
+    if (c[k] === undefined) return fallback;
+    if (typeof c[k] !== 'boolean') throw new TypeError(`${fn}: ${k} must be true or false, got ${typeName(c[k])}`);
+    return c[k];
+  };
+  const list = (k) => {
+    if (c[k] === undefined || c[k] === null) return null;
+    if (!Array.isArray(c[k])) throw new TypeError(`${fn}: ${k} must be an array, got ${typeName(c[k])}`);
+    return c[k];
+  };
+  const text = (k) => {
+    if (c[k] === undefined) return null;
+    if (typeof c[k] !== 'string' || !c[k]) throw new TypeError(`${fn}: ${k} must be a non-empty string, got ${typeName(c[k])}`);
+    return c[k];
+  };
+  if (c.variables !== undefined && (c.variables === null || typeof c.variables !== 'object' || Array.isArray(c.variables)))
+    throw new TypeError(`${fn}: variables must be an object of template variables, got ${typeName(c.variables)}`);
+  const out = {
+    addGenerationPrompt: bool('addGenerationPrompt', addGenerationPrompt),
+    tools: list('tools'),
+    documents: list('documents'),
+    templateName: text('templateName'),
+    template: text('template'),
+    variables: c.variables ?? {},
+  };
+  if (out.template && out.templateName) throw new TypeError(`${fn}: give template or templateName, not both`);
+  return out;
 }

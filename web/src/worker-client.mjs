@@ -177,7 +177,7 @@ function prepareSource(source) {
 // The options a generation sends to the worker (functions and signals stay here).
 function generationOptions(o) {
   const out = {};
-  for (const key of ['maxNewTokens', 'temperature', 'topK', 'topP', 'repetitionPenalty', 'seed', 'stop', 'attentions'])
+  for (const key of ['maxNewTokens', 'temperature', 'topK', 'topP', 'repetitionPenalty', 'seed', 'stop', 'attentions', 'chat'])
     if (o[key] !== undefined) out[key] = o[key];
   return out;
 }
@@ -228,6 +228,22 @@ export class WorkerModel {
     return this.#call('encodePrompt', [text]);
   }
 
+  /** A conversation → its prompt text (as Model.applyChatTemplate; rendered in the worker). */
+  async applyChatTemplate(messages, options = {}) {
+    this.#alive();
+    check.messages(messages);
+    check.chatOptions(options, 'applyChatTemplate');
+    return this.#call('applyChatTemplate', [messages, options]);
+  }
+
+  /** A conversation → { text, ids, pieces } (as Model.encodeChat). */
+  async encodeChat(messages, options = {}) {
+    this.#alive();
+    check.messages(messages);
+    check.chatOptions(options, 'encodeChat');
+    return this.#call('encodeChat', [messages, options]);
+  }
+
   async detokenize(ids) {
     this.#alive();
     return this.#call('detokenize', [check.tokenIds(ids, 'ids', this.info.vocabSize, { allowEmpty: true })]);
@@ -264,7 +280,7 @@ export class WorkerModel {
     check.options(options, 'generate');
     check.generateOptions(prompt, options);
     check.attentionOptionFor(options.attentions, 'attentions', this.info);
-    if (typeof prompt !== 'string') check.tokenIds(prompt, 'prompt', this.info.vocabSize);
+    if (typeof prompt !== 'string' && !check.isMessages(prompt)) check.tokenIds(prompt, 'prompt', this.info.vocabSize);
   }
 
   async generate(prompt, options = {}) {

@@ -5,7 +5,8 @@
 //
 // Protocol (all messages are plain objects; ArrayBuffers travel in transfer lists):
 //   → { id, op: 'load', source, options }         ← { id, type: 'progress', value } …, then a reply
-//   → { id, op: 'call', model, method, args }      (tokenize, encodePrompt, detokenize, pieces, forward, memory)
+//   → { id, op: 'call', model, method, args }      (tokenize, encodePrompt, encodeChat, applyChatTemplate, detokenize,
+//                                                     pieces, forward, memory)
 //   → { id, op: 'stream', model, prompt, options, window } ← { id, type: 'step', value } …, then a reply
 //   → { id, op: 'pull' }                            the client took a step: one more may be sent
 //   → { id, op: 'abort' }                           aborts that request (load or stream)
@@ -74,7 +75,8 @@ const handlers = {
 
   async call({ model: key, method, args }) {
     const m = model(key);
-    if (!['tokenize', 'encodePrompt', 'detokenize', 'pieces', 'forward', 'memory'].includes(method)) throw new TypeError(`unknown method ${method}`);
+    if (!['tokenize', 'encodePrompt', 'encodeChat', 'applyChatTemplate', 'detokenize', 'pieces', 'forward', 'memory'].includes(method))
+      throw new TypeError(`unknown method ${method}`);
     return m[method](...args);
   },
 

@@ -9,6 +9,9 @@ import {
   loadModel,
   loadTokenizer,
   type AttentionRecord,
+  type ChatMessage,
+  type EncodedChat,
+  type TokenizerInfo,
   type EngineInfo,
   type ForwardResult,
   type GenerateResult,
@@ -111,4 +114,30 @@ async function errors(): Promise<void> {
   att.get(0, 0, 'decoder');
 }
 
-export { inThread, inWorker, errors };
+async function chat(): Promise<void> {
+  const model = await loadModel('chat.gguf');
+  const messages: ChatMessage[] = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }];
+  const text: string = await model.applyChatTemplate(messages, { addGenerationPrompt: true, tools: [{ type: 'function' }], templateName: 'tool_use' });
+  const enc: EncodedChat = await model.encodeChat(messages, { variables: { enable_thinking: false } });
+  const ids: number[] = enc.ids;
+  const r: GenerateResult = await model.generate(messages, { maxNewTokens: 8, chat: { addGenerationPrompt: true } });
+  for await (const step of model.stream([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], { attentions: true })) step.attentions?.get(0, 0);
+  const info: TokenizerInfo | null = model.info.tokenizer;
+  const names: string[] | undefined = info?.chatTemplates;
+  const maxLen: number | null | undefined = info?.modelMaxLength;
+  const sources: Record<string, string> = model.promptFormat.chatTemplates;
+  const w: WorkerModel = await loadModel('chat.gguf', { worker: true });
+  const wt: string = await w.applyChatTemplate(messages);
+  const tok = await loadTokenizer(['tokenizer.json', 'tokenizer_config.json']);
+  const st: string = tok.applyChatTemplate(messages);
+  const te: EncodedChat = tok.encodeChat(messages);
+  // @ts-expect-error a message needs a role
+  await model.generate([{ content: 'hi' }]);
+  // @ts-expect-error addGenerationPrompt is a boolean
+  await model.applyChatTemplate(messages, { addGenerationPrompt: 'yes' });
+  // @ts-expect-error applyChatTemplate is a Promise on a model
+  const notYet: string = model.applyChatTemplate(messages);
+  return void [text, ids, r, names, maxLen, sources, wt, st, te, notYet];
+}
+
+export { inThread, inWorker, errors, chat };
