@@ -94,6 +94,7 @@ class ModelHandle {
   val tokenize(const std::string& text, bool add_special) const;  // Int32Array
   val encode_prompt(const std::string& text) const;             // Int32Array, as generation builds it
   val pieces(const val& ids) const;                              // Array<string>
+  val special(const val& ids) const;                             // Array<boolean>: special/control tokens
   std::string detokenize(const val& ids) const;
   SessionHandle* new_session(int capacity) const;
   const std::shared_ptr<const runtime::LoadedModel>& loaded() const { return m_; }

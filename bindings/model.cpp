@@ -93,6 +93,15 @@ val ModelHandle::pieces(const val& ids) const {
   });
 }
 
+val ModelHandle::special(const val& ids) const {
+  return guarded([&] {
+    const Tokenizer& t = m_->require_tokenizer();
+    val out = val::array();
+    for (int id : to_ints(ids, "ids")) out.call<void>("push", val(t.is_special(id)));
+    return out;
+  });
+}
+
 std::string ModelHandle::detokenize(const val& ids) const {
   return guarded([&] { return m_->require_tokenizer().decode(to_ints(ids, "ids")); });
 }
@@ -110,6 +119,7 @@ EMSCRIPTEN_BINDINGS(attnlens_model) {
       .function("tokenize", &ModelHandle::tokenize)
       .function("encodePrompt", &ModelHandle::encode_prompt)
       .function("pieces", &ModelHandle::pieces)
+      .function("special", &ModelHandle::special)
       .function("detokenize", &ModelHandle::detokenize)
       .function("newSession", &ModelHandle::new_session, allow_raw_pointers());
 }

@@ -61,6 +61,13 @@ class TokenizerHandle {
       return out;
     });
   }
+  val special(const val& ids) const {
+    return guarded([&] {
+      val out = val::array();
+      for (int id : to_ints(ids, "ids")) out.call<void>("push", val(t_.tokenizer->is_special(id)));
+      return out;
+    });
+  }
   std::string detokenize(const val& ids) const { return guarded([&] { return t_.tokenizer->decode(to_ints(ids, "ids")); }); }
   std::string kind() const { return t_.tokenizer->kind(); }
   int vocab_size() const { return t_.tokenizer->vocab_size(); }
@@ -76,6 +83,7 @@ EMSCRIPTEN_BINDINGS(attnlens_tokenizer) {
       .constructor<FileSet&, int>()
       .function("tokenize", &TokenizerHandle::tokenize)
       .function("pieces", &TokenizerHandle::pieces)
+      .function("special", &TokenizerHandle::special)
       .function("detokenize", &TokenizerHandle::detokenize)
       .function("kind", &TokenizerHandle::kind)
       .function("vocabSize", &TokenizerHandle::vocab_size)

@@ -76,6 +76,8 @@ for (const mode of ['thread', 'worker']) {
       assert.equal(e.ids[0], 276);
       assert.equal(e.pieces[0], '<|im_start|>');
       assert.equal(e.pieces.filter((p) => p === '<|im_end|>').length, 4);
+      // special: exactly the template's control tokens (4 <|im_start|> + 4 <|im_end|> + the generation prompt's).
+      assert.deepEqual(e.ids.filter((_, i) => e.special[i]).sort(), [276, 276, 276, 276, 276, 277, 277, 277, 277]);
       assert.equal(await model.detokenize(e.ids), e.text.replace(/<\|im_start\|>|<\|im_end\|>/g, ''));
     });
 

@@ -4,6 +4,7 @@
 //   catalog.mjs        where models come from engine.mjs     the engine, in a Web Worker
 //   views/*.mjs        text, tokens (lines), matrix, overview, model card
 //   frame.mjs          one render per animation frame       export.mjs, offline.mjs, controls.mjs
+import { ChatPanel } from './chat.mjs';
 import { builtinSource, fetchManifest, filesSource, samplingDefaults, SourceError, urlSource } from './catalog.mjs';
 import { applySampling, readSampling, rollSeed, setupToolbar, syncToolbar } from './controls.mjs';
 import { IN_WORKER, openModel } from './engine.mjs';
@@ -30,6 +31,8 @@ const views = {
   overview: new OverviewView(state, images, $('#view-overview')),
 };
 const page = { manifest: null, loading: null, generating: null, defaultName: null };
+// Chat mode hides the example prompts (they are texts to continue, not messages).
+const chat = new ChatPanel({ onChange: (on) => { $('#examples').hidden = on; } });
 
 // Every change redraws what shows it, once per frame (new rows while streaming: a few times a second).
 let toolbarKey = '';
@@ -113,6 +116,7 @@ async function load(source) {
       query: null,
       pinned: false,
     });
+    chat.setModel(model);
     if (source.kind === 'builtin') $('#model-select').value = source.name;
     else $('#model-select').value = '';
     await refreshCard();
@@ -284,9 +288,12 @@ async function onGenerate() {
   showMessage(runMessage, null);
   const model = state.model;
   if (!model) return showMessage(runMessage, 'Load a model first.');
-  const prompt = $('#prompt').value;
-  if (!prompt.trim()) {
+  const text = $('#prompt').value;
+  const conversation = chat.active;
+  const prompt = conversation ? chat.messages(text) : text;
+  if (!text.trim()) {
     $('#prompt').focus();
+    if (conversation) return showMessage(runMessage, 'The message is empty: write something to the model.');
     return showMessage(runMessage, model.info.kind === 'encoder-decoder' ? 'The prompt is empty: type the text for the model to read (for example a date).' : 'The prompt is empty: type some text for the model to continue.');
   }
   const settings = readSampling(model.info.contextLength);
@@ -316,6 +323,7 @@ async function onGenerate() {
   $('#generate').disabled = !state.model;
   $('#stop').disabled = true;
   delete document.body.dataset.generating;
+  if (conversation) chat.commit(text, run);
   if (run.status === 'error') {
     showMessage(runMessage, runErrorText(run.error));
     if (state.run === run && !run.store.queryCount('self')) state.set({ run: null });

@@ -74,6 +74,7 @@ const KIND_BY_NAME = [
   [/^generation_config\.json$/i, 'generation_config'],
   [/\.safetensors\.index\.json$/i, 'index'],
   [/\.json$/i, 'json'],
+  [/\.jinja$/i, 'jinja'],  // chat_template.jinja
 ];
 
 function classify(file) {

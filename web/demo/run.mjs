@@ -26,7 +26,8 @@ export class Run {
 }
 
 /**
- * Generates from `prompt` with `model` (the page's model record: { api, name, info }). options:
+ * Generates from `prompt` — text, or a conversation [{ role, content }] rendered by the model's chat
+ * template — with `model` (the page's model record: { api, name, info }). options:
  * maxNewTokens, temperature, topK, topP, seed; signal stops it. onUpdate(run, what) is called with
  * what = 'start' | 'token' | 'rows' | 'end'. Resolves with the run (status 'error' and run.error on
  * failure, never rejects).
@@ -40,7 +41,8 @@ export async function generate(model, prompt, options, { signal, onUpdate = () =
   try {
     // The ids exactly as generation encodes the prompt (the model's special tokens, an encoder–decoder
     // source's end token), passed to stream() so the tokens shown are the tokens the model read.
-    const encoded = await api.encodePrompt(prompt);
+    // A conversation: the whole of it as the template renders it, the assistant's turn opened.
+    const encoded = Array.isArray(prompt) ? await api.encodeChat(prompt, { addGenerationPrompt: true }) : await api.encodePrompt(prompt);
     if (!encoded.ids.length) throw new Error('The prompt encodes to no tokens.');
     if (encoded.ids.length > info.contextLength)
       throw new Error(`The prompt is ${encoded.ids.length} tokens long; this model reads at most ${info.contextLength}. Shorten it.`);

@@ -198,6 +198,8 @@ export interface ChatTemplateOptions {
 /** A rendered conversation and its tokens (tokenized without adding special tokens: the template writes them). */
 export interface EncodedChat extends Tokenized {
   text: string;
+  /** special[i]: token i is a special / control token (<|im_start|>, <bos>, …), written by the template. */
+  special: boolean[];
 }
 
 /** How prompts are turned into tokens, and which tokens end a generation. */

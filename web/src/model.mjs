@@ -146,16 +146,17 @@ export class Model {
   }
 
   /**
-   * A conversation → { text, ids, pieces }: the rendered text and its tokens as generation feeds them
-   * (tokenized without adding special tokens: the template writes those it wants, as
-   * transformers.js' apply_chat_template does).
+   * A conversation → { text, ids, pieces, special }: the rendered text and its tokens as generation
+   * feeds them (tokenized without adding special tokens: the template writes those it wants, as
+   * transformers.js' apply_chat_template does); special[i] is true for the special tokens
+   * (<|im_start|>, <bos>, …) the template wrote.
    */
   async encodeChat(messages, options = {}) {
     this.#alive();
     const text = renderChat(this.#chatModel(), messages, check.chatOptions(options, 'encodeChat'));
     return this.#exclusive(() => {
       const ids = Array.from(this.#handle.tokenize(text, false));
-      return { text, ids, pieces: ids.length ? this.#handle.pieces(ids) : [] };
+      return { text, ids, pieces: ids.length ? this.#handle.pieces(ids) : [], special: ids.length ? this.#handle.special(ids) : [] };
     });
   }
 

@@ -49,12 +49,12 @@ export class Tokenizer {
     return renderChat(this.#chatModel(), messages, check.chatOptions(options, 'applyChatTemplate'));
   }
 
-  /** A conversation → { text, ids, pieces }, the text tokenized without adding special tokens. */
+  /** A conversation → { text, ids, pieces, special }, the text tokenized without adding special tokens. */
   encodeChat(messages, options = {}) {
     this.#alive();
     const text = renderChat(this.#chatModel(), messages, check.chatOptions(options, 'encodeChat'));
     const ids = Array.from(this.#t.tokenize(text, false));
-    return { text, ids, pieces: this.#t.pieces(ids) };
+    return { text, ids, pieces: this.#t.pieces(ids), special: this.#t.special(ids) };
   }
 
   #chatModel() {

@@ -30,6 +30,7 @@ export function renderModelCard(el, model, memory = null) {
     ['Width', `${i.dModel} (feed-forward ${i.dFF})`],
     ['Context', `${i.contextLength} tokens`],
     ['Vocabulary', `${i.vocabSize} tokens${i.tokenizer ? ` · ${i.tokenizer.kind}` : ''}`],
+    ...(i.tokenizer?.chatTemplates?.length ? [['Chat template', i.tokenizer.chatTemplates.join(', ')]] : []),
     ['Memory', memoryLine(memory ?? i)],
   ];
   if (memory) rows.push(['Engine heap', `${formatBytes(memory.allocatedBytes)} in use of ${formatBytes(memory.heapBytes)} wasm memory`]);
