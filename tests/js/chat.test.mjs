@@ -7,11 +7,13 @@
 //     a generation_config.json given beside it (an HF folder's chat template, several EOS ids).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadModel, loadTokenizer } from '../../web/src/index.mjs';
 import { kjv, noKjv, reportSkips, root } from './fixtures/models.mjs';
+import { serve } from './fixtures/server.mjs';
 
 const GGUF = join(root, 'tests/fixtures/chat/tiny-chat.gguf');
 const built = existsSync(join(root, 'dist/wasm/attnlens.wasm'));
@@ -167,6 +169,37 @@ describe('chat: models without a template, HF folders, tokenizers alone', { skip
       assert.equal(ids.filter((id) => id === 2047).length, 1);
     } finally {
       await m.dispose();
+    }
+  });
+
+  test('a folder URL: tokenizer_config.json is fetched, and chat_template.jinja when the configuration has no template', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'attnlens-chat-folder-'));
+    const server = await serve({ '/m/': dir });
+    try {
+      for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) copyFileSync(join(kjv.dir, f), join(dir, f));
+      writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ eos_token: '<|endoftext|>', model_max_length: 256 }));
+      writeFileSync(join(dir, 'chat_template.jinja'), '{% for m in messages %}[{{ m.role }}] {{ m.content }}{% endfor %}');
+      const m = await loadModel(server.url('/m/'));
+      try {
+        assert.deepEqual(m.info.files.map((f) => f.name).sort(), ['chat_template.jinja', 'config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+        assert.equal(m.info.tokenizer.modelMaxLength, 256);
+        assert.equal(await m.applyChatTemplate([{ role: 'user', content: 'hi' }]), '[user] hi');
+      } finally {
+        await m.dispose();
+      }
+      // With the template in tokenizer_config.json, chat_template.jinja is not asked for.
+      writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: '{{ messages[0].content }}' }));
+      const before = server.requests.length;
+      const m2 = await loadModel(server.url('/m/'));
+      try {
+        assert.equal(await m2.applyChatTemplate([{ role: 'user', content: 'hi' }]), 'hi');
+        assert.ok(!server.requests.slice(before).some((q) => q.path.endsWith('.jinja')), 'no request for chat_template.jinja');
+      } finally {
+        await m2.dispose();
+      }
+    } finally {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
