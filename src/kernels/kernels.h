@@ -43,6 +43,10 @@ void softmax(float* x, int n) noexcept;                                // in pla
 void layernorm(const float* x, const float* gamma, const float* beta, float* y, int n, float eps) noexcept;
 void rmsnorm(const float* x, const float* gamma, float* y, int n, float eps) noexcept;
 void gelu_tanh(float* x, int n) noexcept;  // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+// llama.cpp's f32 GELU (ggml-cpu's GGML_GELU_FP16 lookup table): x rounded to f16, the tanh form
+// computed in float on that value and rounded to f16; x ≤ −10 gives 0, x ≥ 10 gives x. Not a model's
+// activation: it reproduces llama.cpp for parity checks (BuildOptions::llamacpp_gelu). Scalar only.
+void gelu_tanh_f16(float* x, int n) noexcept;
 void gelu_erf(float* x, int n) noexcept;   // 0.5·x·(1 + erf(x/√2))
 void silu(float* x, int n) noexcept;       // x·σ(x)
 void relu(float* x, int n) noexcept;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/kernels.h"
+#include "core/tensor.h"
 #include "kernels/simd.h"
 
 namespace attnlens::kernels {
@@ -126,6 +127,19 @@ static void map_inplace(float* x, int n, F f) {
 void gelu_tanh(float* x, int n) noexcept {
   const Vec c(0.7978845608028654f), k(0.044715f), half(0.5f), one(1.f);
   map_inplace(x, n, [&](Vec v) { return half * v * (one + xsimd::tanh(c * (v + k * v * v * v))); });
+}
+
+void gelu_tanh_f16(float* x, int n) noexcept {
+  for (int i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (v <= -10.f) {
+      x[i] = 0.f;
+    } else if (v < 10.f) {
+      const float h = f16_to_f32(f32_to_f16(v));
+      const float g = 0.5f * h * (1.0f + std::tanh(0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h)));
+      x[i] = f16_to_f32(f32_to_f16(g));
+    }
+  }
 }
 
 void gelu_erf(float* x, int n) noexcept {

@@ -160,7 +160,8 @@ namespace {
 // Reads the tensors of a spec under a naming scheme.
 class SpecReader {
  public:
-  SpecReader(const DecoderSpec& s, const DecoderNames& names, Weights& w) : s_(s), names_(names), w_(w) {}
+  SpecReader(const DecoderSpec& s, const DecoderNames& names, Weights& w, bool llamacpp_gelu)
+      : s_(s), names_(names), w_(w), llamacpp_gelu_(llamacpp_gelu) {}
 
   nn::Norm norm(const std::string& name, int dim) {
     if (s_.norm == nn::NormKind::LayerNorm) return w_.layer_norm(name, dim, s_.norm_eps);
@@ -215,7 +216,7 @@ class SpecReader {
 
   nn::FeedForward ffn(int i) {
     nn::FeedForward f;
-    f.act = s_.act;
+    f.act = s_.act == nn::Activation::GeluTanh && llamacpp_gelu_ ? nn::Activation::GeluTanhF16 : s_.act;
     const int ff = s_.d_ff, d = s_.d_model;
     if (s_.ffn == FfnKind::Plain) {
       f.up = layer_linear(i, role::ffn_up, s_.ffn_bias, ff, d);
@@ -250,6 +251,7 @@ class SpecReader {
   const DecoderSpec& s_;
   const DecoderNames& names_;
   Weights& w_;
+  bool llamacpp_gelu_;
 };
 
 void check_spec(const DecoderSpec& s, const std::string& source) {
@@ -277,7 +279,7 @@ void check_spec(const DecoderSpec& s, const std::string& source) {
 std::unique_ptr<Model> build_decoder_only(const DecoderSpec& s, const DecoderNames& names, Weights& w,
                                           const BuildOptions& o) {
   check_spec(s, o.source);
-  SpecReader read(s, names, w);
+  SpecReader read(s, names, w, o.llamacpp_gelu);
   DecoderOnlyWeights d;
   d.token_embedding = w.table(names.embed + ".weight", s.vocab, s.d_model);
   if (s.learned_positions) d.position_embedding = w.table(names.position + ".weight", s.context, s.d_model);

@@ -19,6 +19,9 @@ struct BuildOptions {
   // Integer buffers (I64 / I32) the safetensors reader left out of the tensors: a builder applies
   // them consciously (BERT's position_ids) or refuses them (the decoder-only builder does).
   std::vector<std::string> skipped_buffers;
+  // Reproduce llama.cpp's f32 GELU (an f16 lookup table) instead of the exact tanh form: for parity
+  // checks against llama.cpp only (tests/cpp/test_runtime_archs*.cpp).
+  bool llamacpp_gelu = false;
 };
 
 // GGUF metadata (also what the llama.2c reader produces): general.architecture "llama", "qwen2",

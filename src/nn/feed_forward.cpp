@@ -9,6 +9,7 @@ const char* activation_name(Activation a) {
   switch (a) {
     case Activation::ReLU: return "relu";
     case Activation::GeluTanh: return "gelu_tanh";
+    case Activation::GeluTanhF16: return "gelu_tanh_f16";
     case Activation::GeluErf: return "gelu";
     case Activation::SiLU: return "silu";
   }
@@ -28,6 +29,7 @@ void activate(Activation a, float* x, int n) {
   switch (a) {
     case Activation::ReLU: kernels::relu(x, n); break;
     case Activation::GeluTanh: kernels::gelu_tanh(x, n); break;
+    case Activation::GeluTanhF16: kernels::gelu_tanh_f16(x, n); break;
     case Activation::GeluErf: kernels::gelu_erf(x, n); break;
     case Activation::SiLU: kernels::silu(x, n); break;
   }

@@ -11,7 +11,8 @@
 
 namespace attnlens::nn {
 
-enum class Activation { ReLU, GeluTanh, GeluErf, SiLU };
+// GeluTanhF16: llama.cpp's f32 GELU (an f16 lookup table, kernels::gelu_tanh_f16), for parity checks.
+enum class Activation { ReLU, GeluTanh, GeluErf, SiLU, GeluTanhF16 };
 const char* activation_name(Activation a);
 // Parses Hugging Face / PyTorch names: "relu", "gelu" (exact erf), "gelu_new" / "gelu_pytorch_tanh"
 // (tanh), "silu" / "swish". Throws attnlens::Error naming unknown ones.

@@ -294,6 +294,7 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
   const Roles r = classify(files);
   models::BuildOptions build;
   build.format = options.format;
+  build.llamacpp_gelu = options.llamacpp_gelu;
   nlohmann::json config;
 
   if (r.gguf) {

@@ -31,6 +31,7 @@ using FilePtr = std::shared_ptr<const File>;
 
 struct LoadOptions {
   models::WeightFormat format = models::WeightFormat::AsStored;  // Q8_0: quantize f32 matrices at load
+  bool llamacpp_gelu = false;  // models::BuildOptions::llamacpp_gelu (parity checks)
 };
 
 class LoadedModel {

@@ -313,6 +313,23 @@ TEST_CASE("activations equal the reference", "[kernels]") {
   CHECK(v[0] == Approx(0.7310586f).epsilon(1e-6));
 }
 
+TEST_CASE("gelu_tanh_f16 is llama.cpp's table GELU: f16 in, f16 out", "[kernels]") {
+  // f16(gelu_tanh(f16(x))) computed in numpy; beyond ±10 the table's clamps.
+  float x[6] = {1.f, -0.5f, 3.3f, 0.1234f, -11.f, 12.f};
+  k::gelu_tanh_f16(x, 6);
+  CHECK(x[0] == 0.84130859375f);
+  CHECK(x[1] == -0.154296875f);
+  CHECK(x[2] == 3.298828125f);
+  CHECK(x[3] == 0.0677490234375f);
+  CHECK(x[4] == 0.f);
+  CHECK(x[5] == 12.f);
+  // Within f16 rounding of the exact form everywhere in between.
+  auto v = randn(1000, 140, 3.f), e = v;
+  k::gelu_tanh_f16(v.data(), 1000);
+  k::ref::gelu_tanh(e.data(), 1000);
+  for (size_t i = 0; i < v.size(); ++i) CHECK(std::fabs(v[i] - e[i]) <= 2e-3 * std::max(1.f, std::fabs(e[i])));
+}
+
 TEST_CASE("swiglu, mul, add, axpy, scale equal the reference", "[kernels]") {
   for (int n : kSizes) {
     auto g = randn(n, 100 + n), u = randn(n, 101), gr = g;
