@@ -4,7 +4,8 @@
 // attention views), the reply joins the conversation, and the next turn reads both turns. A model
 // without a template (kjv-gpt2) has no chat mode.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadModel } from '../../web/src/index.mjs';
@@ -109,6 +110,46 @@ describe('attention explorer: chat mode', { skip, timeout: 300_000 }, () => {
     await finished();
     const plain = await page.evaluate(() => ({ ids: window.attnlens.state.run.target.ids, promptLength: window.attnlens.state.run.promptLength }));
     assert.deepEqual(plain.ids.slice(0, plain.promptLength), (await reference.encodePrompt('Hello')).ids);
+  });
+
+  test('an HF folder dropped with a tokenizer_config.json of two named templates: the template is a choice', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'attnlens-chat-drop-'));
+    try {
+      const kjv = join(repoRoot, 'models/kjv-gpt2');
+      for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) copyFileSync(join(kjv, f), join(dir, f));
+      const config = { eos_token: '<|endoftext|>', chat_template: [
+        { name: 'default', template: '{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}' },
+        { name: 'tool_use', template: '{{ eos_token }}TOOLS{% for m in messages %} {{ m.content }}{% endfor %}' }] };
+      writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(config));
+      const files = ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'].map((f) => join(dir, f));
+      await page.setInputFiles('#file-input', files);
+      await page.waitForFunction(() => !document.body.dataset.loading && window.attnlens.state.model?.name === 'model.safetensors', null, { timeout: 60_000 });
+      assert.equal(await message('#model-message'), '');
+      assert.equal(await page.$eval('#chat', (e) => e.hidden), false);
+      assert.equal(await page.$eval('#chat-template', (e) => e.hidden), false);
+      assert.deepEqual(await page.$$eval('#chat-template option', (os) => os.map((o) => o.value)), ['default', 'tool_use']);
+      await page.fill('#chat-system', '');
+      await page.fill('#prompt', 'And God said');
+      await page.waitForFunction(() => document.querySelector('#chat-rendered-text').textContent === 'user: And God said\nassistant:', null, { timeout: 10_000 });
+      await page.selectOption('#chat-template', 'tool_use');
+      await page.waitForFunction(() => document.querySelector('#chat-rendered-text').textContent === '<|endoftext|>TOOLS And God said', null, { timeout: 10_000 });
+      assert.deepEqual(await page.$$eval('#chat-rendered-text mark.special-token', (ms) => ms.map((m) => m.textContent)), ['<|endoftext|>']);
+      await page.fill('#max-tokens', '4');
+      await page.click('#generate');
+      await finished();
+      const r = await page.evaluate(() => ({ ids: window.attnlens.state.run.target.ids, promptLength: window.attnlens.state.run.promptLength, status: window.attnlens.state.run.status }));
+      assert.equal(r.status, 'done');
+      assert.equal(r.ids[0], 2047);  // <|endoftext|>, written by the tool_use template
+      const api = await loadModel(files);  // the same files through the API in Node
+      try {
+        const enc = await api.encodeChat([{ role: 'user', content: 'And God said' }], { addGenerationPrompt: true, templateName: 'tool_use' });
+        assert.deepEqual(r.ids.slice(0, r.promptLength), enc.ids);
+      } finally {
+        await api.dispose();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('no page errors', () => {

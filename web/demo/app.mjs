@@ -298,6 +298,7 @@ async function onGenerate() {
   }
   const settings = readSampling(model.info.contextLength);
   if (settings.error) return showMessage(runMessage, settings.error);
+  if (conversation) settings.chat = chat.options();
   const ac = new AbortController();
   page.generating = ac;
   $('#stats').dataset.status = 'starting';

@@ -23,7 +23,9 @@ export class ChatPanel {
     this.prompt = $('#prompt');
     this.promptLabel = $('#prompt-heading label');
     this.onChange = onChange;
+    this.template = $('#chat-template');
     this.toggle.addEventListener('change', () => this.#sync());
+    this.template.addEventListener('change', () => this.#schedulePreview(0));
     $('#chat-new').addEventListener('click', () => {
       this.#history = [];
       this.#sync();
@@ -44,7 +46,12 @@ export class ChatPanel {
     this.box.hidden = !this.#model;
     if (this.#model) {
       this.toggle.checked = true;
-      $('#chat-template-name').textContent = `template: ${names.includes('default') ? 'default' : names[0]}`;
+      const first = names.includes('default') ? 'default' : names[0];
+      // One template: its name; several (e.g. "default" and "tool_use"): a choice.
+      $('#chat-template-name').textContent = names.length > 1 ? 'template' : `template: ${first}`;
+      this.template.hidden = names.length < 2;
+      this.template.replaceChildren(...names.map((n) => h('option', { value: n, text: n })));
+      this.template.value = first;
     }
     this.#sync();
   }
@@ -56,6 +63,11 @@ export class ChatPanel {
     out.push(...this.#history);
     if (text) out.push({ role: 'user', content: text });
     return out;
+  }
+
+  /** How the conversation is rendered (the API's chat options). */
+  options() {
+    return { addGenerationPrompt: true, templateName: this.template.value || undefined };
   }
 
   /** After a run: the user's message and the assistant's reply become part of the conversation. */
@@ -110,7 +122,7 @@ export class ChatPanel {
     }
     let parts;
     try {
-      const enc = await model.api.encodeChat(messages, { addGenerationPrompt: true });
+      const enc = await model.api.encodeChat(messages, this.options());
       parts = markSpecial(enc);
       this.rendered.dataset.tokens = String(enc.ids.length);
     } catch (e) {

@@ -27,7 +27,8 @@ export class Run {
 
 /**
  * Generates from `prompt` — text, or a conversation [{ role, content }] rendered by the model's chat
- * template — with `model` (the page's model record: { api, name, info }). options:
+ * template (options.chat: how, as encodeChat takes it) — with `model` (the page's model record:
+ * { api, name, info }). options:
  * maxNewTokens, temperature, topK, topP, seed; signal stops it. onUpdate(run, what) is called with
  * what = 'start' | 'token' | 'rows' | 'end'. Resolves with the run (status 'error' and run.error on
  * failure, never rejects).
@@ -42,7 +43,7 @@ export async function generate(model, prompt, options, { signal, onUpdate = () =
     // The ids exactly as generation encodes the prompt (the model's special tokens, an encoder–decoder
     // source's end token), passed to stream() so the tokens shown are the tokens the model read.
     // A conversation: the whole of it as the template renders it, the assistant's turn opened.
-    const encoded = Array.isArray(prompt) ? await api.encodeChat(prompt, { addGenerationPrompt: true }) : await api.encodePrompt(prompt);
+    const encoded = Array.isArray(prompt) ? await api.encodeChat(prompt, options.chat ?? { addGenerationPrompt: true }) : await api.encodePrompt(prompt);
     if (!encoded.ids.length) throw new Error('The prompt encodes to no tokens.');
     if (encoded.ids.length > info.contextLength)
       throw new Error(`The prompt is ${encoded.ids.length} tokens long; this model reads at most ${info.contextLength}. Shorten it.`);
