@@ -37,6 +37,7 @@ if(ATTNLENS_BENCH AND TARGET attnlens_kernels)
     file(GLOB _kbench_core CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/core/*.cpp)
     add_executable(bench_kernels_scalar ${_kbench_src} ${CMAKE_SOURCE_DIR}/src/kernels/reference.cpp ${_kbench_core})
     target_include_directories(bench_kernels_scalar PRIVATE ${CMAKE_SOURCE_DIR}/src)
+    target_link_libraries(bench_kernels_scalar PRIVATE deps)  # header-only includes (core/json.h: nlohmann), no flags
     target_compile_definitions(bench_kernels_scalar PRIVATE ATTNLENS_BENCH_SCALAR=1)
     # No SIMD_FLAGS (no -msimd128): clang cannot emit v128 code for these files.
     target_link_options(bench_kernels_scalar PRIVATE ${_kbench_link})

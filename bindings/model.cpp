@@ -40,9 +40,13 @@ val ModelHandle::info(const SessionHandle& session) const {
     o.set("weightBytes", double(i.weight_bytes));
     o.set("fileBytes", double(m_->file_bytes()));
     o.set("ownedBytes", double(i.owned_bytes));
+    // The KV cache grows with use (nn/kv_cache.h): the card gives what a full context costs, so
+    // memoryBytes is what the model takes at most (scratch buffers aside: they follow the passes
+    // run; memory() has the live figures).
     const models::Session& s = session.session();
-    o.set("kvCacheBytes", double(s.cache.bytes()));
-    o.set("memoryBytes", double(m_->weight_memory_bytes() + s.bytes()));
+    const double kv_full = double(s.cache.capacity_bytes());
+    o.set("kvCacheBytes", kv_full);
+    o.set("memoryBytes", double(m_->weight_memory_bytes()) + kv_full);
     val files = val::array();
     for (const runtime::FilePtr& f : m_->files()) {
       val e = val::object();

@@ -95,9 +95,26 @@ val memory_stats() {
 
 std::string simd_arch() { return kernels::simd_arch_name(); }
 
+// Makes the engine trap on purpose, so that tests/js/trap.test.mjs can check that the JS boundary
+// recovers from a trap (web/src/wasm.mjs). kind: "unreachable" (a wasm trap), "memory" (a read past
+// the end of the wasm memory), "stack" (unbounded recursion: the JS engine's stack overflows).
+// Nothing in the engine calls it; no input can reach it.
+volatile int g_debug_salt = 1;
+__attribute__((noinline)) int recurse(int depth) {
+  if (g_debug_salt == 0) return depth;
+  return recurse(depth + 1) ^ (depth * g_debug_salt);
+}
+int debug_trap(const std::string& kind) {
+  if (kind == "unreachable") __builtin_trap();
+  if (kind == "memory") return *reinterpret_cast<volatile int*>(uintptr_t(0xFFFFFFF0u));
+  if (kind == "stack") return recurse(0);
+  return 0;
+}
+
 EMSCRIPTEN_BINDINGS(attnlens_module) {
   function("memoryStats", &memory_stats);
   function("simdArch", &simd_arch);
+  function("debugTrap", &debug_trap);
   function("failed", &failed);
   function("takeError", &take_error);
 }

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/json.h"
+#include "core/limits.h"
 #include "formats/internal.h"
 #include "formats/model_file.h"
 
@@ -59,6 +61,8 @@ bool is_safetensors_index(const Bytes& f) {
   static const char kKey[] = "\"weight_map\"";
   const char* text = reinterpret_cast<const char*>(f.data);
   if (std::search(text, text + f.size, kKey, kKey + sizeof kKey - 1) == text + f.size) return false;
+  // Too deep to be an index: a plain JSON file, whose reader then says what is wrong with it.
+  if (json_depth_exceeds(text, text + f.size, limits::kMaxJsonDepth)) return false;
   nlohmann::json j = nlohmann::json::parse(text, text + f.size, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return false;  // also when parsing failed (discarded value)
   auto wm = j.find("weight_map");

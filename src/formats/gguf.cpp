@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/json.h"
+#include "core/limits.h"
 #include "formats/byte_reader.h"
 #include "formats/model_file.h"
 
@@ -35,6 +37,12 @@ uint64_t min_value_bytes(uint32_t t) {
 }
 
 constexpr int kMaxArrayDepth = 4;   // arrays of arrays: allowed by the spec, bounded here
+// Counts no real file approaches (a few dozen keys, a few thousand tensors, arrays as long as the
+// vocabulary or the merges), checked before anything is allocated: a metadata value costs the
+// engine several times its bytes in the file.
+constexpr uint64_t kMaxPairs = 1 << 16;
+constexpr uint64_t kMaxTensors = 1 << 20;
+constexpr uint64_t kMaxArrayLength = std::max<uint64_t>(limits::kMaxVocab, limits::kMaxMerges);
 constexpr uint32_t kMaxDims = 4;    // GGML_MAX_DIMS
 constexpr uint64_t kDefaultAlignment = 32;
 
@@ -65,6 +73,7 @@ json read_array(ByteReader& r, const std::string& key, int depth) {
   uint32_t elem = r.read<uint32_t>("the array element type");
   if (elem >= kNumValueTypes) r.fail("metadata key ", key, ": array has unknown element type ", elem);
   uint64_t count = r.read<uint64_t>("the array length");
+  if (count > kMaxArrayLength) r.fail("metadata key ", key, ": an array of ", count, " values (at most ", kMaxArrayLength, ")");
   uint64_t min = min_value_bytes(elem);
   if (count > r.remaining() / min) {
     r.fail("metadata key ", key, ": array of ", count, " ", value_type_name(elem), " needs at least ", min,
@@ -141,7 +150,7 @@ uint64_t alignment_of(const ByteReader& r, const json& config) {
   uint64_t a = 0;
   if (it->is_number_unsigned()) a = it->get<uint64_t>();
   else if (it->is_number_integer() && it->get<int64_t>() > 0) a = uint64_t(it->get<int64_t>());
-  else r.fail("general.alignment is ", it->dump(), " (must be a positive integer)");
+  else r.fail("general.alignment is ", json_brief(*it), " (must be a positive integer)");
   if (a == 0 || (a & (a - 1)) != 0) r.fail("general.alignment=", a, " is not a power of two");
   return a;
 }
@@ -161,6 +170,8 @@ ModelFile read_gguf(const Bytes& file) {
   uint64_t n_kv = r.read<uint64_t>("the metadata count");
   // Smallest possible entries: a pair is key length (8) + type (4) + a 1-byte value; a tensor info is
   // name length (8) + n_dims (4) + type (4) + offset (8).
+  if (n_kv > kMaxPairs) r.fail("header says ", n_kv, " metadata pairs (at most ", kMaxPairs, ")");
+  if (n_tensors > kMaxTensors) r.fail("header says ", n_tensors, " tensors (at most ", kMaxTensors, ")");
   if (n_kv > r.remaining() / 13)
     r.fail("header says ", n_kv, " metadata pairs, but only ", r.remaining(), " bytes follow (each needs at least 13)");
   if (n_tensors > r.remaining() / 24)
@@ -174,9 +185,9 @@ ModelFile read_gguf(const Bytes& file) {
   for (uint64_t i = 0; i < n_kv; ++i) {
     r.set_section("metadata pair #" + std::to_string(i));
     std::string key = r.read_string("the key");
-    r.set_section("metadata key " + key);
+    r.set_section("metadata key " + brief_name(key));
     uint32_t type = r.read<uint32_t>("the value type");
-    json value = read_value(r, type, key, 0);
+    json value = read_value(r, type, brief_name(key), 0);
     if (mf.config.contains(key)) r.fail("metadata key ", key, " appears twice");
     mf.config[key] = std::move(value);
   }

@@ -35,8 +35,8 @@ struct ModelFile {
   std::string name;    // the file name, for messages
   // GGUF-style metadata. For GGUF: every key/value of the file (integers and floats as JSON numbers,
   // bools, strings as their raw bytes, arrays as JSON arrays). For llama2.c: the equivalent llama
-  // keys (see read_llama2c). Strings are not validated as UTF-8: dump() with
-  // nlohmann::json::error_handler_t::replace if a token may not be valid UTF-8.
+  // keys (see read_llama2c). Strings are not validated as UTF-8. Never dump() these values into a
+  // message (use json_brief from core/json.h): they come from the file.
   nlohmann::json config;
   TensorMap tensors;   // views into the file's bytes; tensors.context == name
 };

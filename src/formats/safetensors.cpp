@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/json.h"
 #include "formats/byte_reader.h"
 #include "formats/model_file.h"
 
@@ -15,11 +16,18 @@ namespace {
 using json = nlohmann::json;
 
 json parse_json(const Bytes& file, const uint8_t* p, size_t n, const char* what) {
-  try {
-    return json::parse(reinterpret_cast<const char*>(p), reinterpret_cast<const char*>(p) + n);
-  } catch (const json::exception& e) {
-    fail(file.name, ": ", what, " is not valid JSON: ", e.what());
+  return attnlens::parse_json(p, n, str(file.name, ": ", what));
+}
+
+// A shape for messages: "[2,3]" when it is a short list of scalars, else a brief description.
+std::string shape_text(const json& sh) {
+  if (!sh.is_array() || sh.size() > 8) return json_brief(sh);
+  std::string s = "[";
+  for (const json& d : sh) {
+    if (d.is_structured()) return json_brief(sh);
+    s += (s.size() > 1 ? "," : "") + json_brief(d);
   }
+  return s + "]";
 }
 
 struct Entry {
@@ -46,7 +54,7 @@ uint64_t element_bytes(const std::string& s, DType* dt, bool* skip) {
 Entry parse_entry(const ByteReader& r, const std::string& name, const json& info, uint64_t data_size) {
   Entry e;
   e.name = name;
-  if (!info.is_object()) r.fail("tensor ", name, ": header entry is ", info.dump(), ", not an object");
+  if (!info.is_object()) r.fail("tensor ", name, ": header entry is ", json_brief(info), ", not an object");
   auto dt = info.find("dtype");
   auto sh = info.find("shape");
   auto off = info.find("data_offsets");
@@ -62,9 +70,9 @@ Entry parse_entry(const ByteReader& r, const std::string& name, const json& info
   uint64_t numel = 1;
   for (const json& d : *sh) {
     if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(INT64_MAX))
-      r.fail("tensor ", name, " has shape ", sh->dump(), ": dimensions must be non-negative integers");
+      r.fail("tensor ", name, " has shape ", shape_text(*sh), ": dimensions must be non-negative integers");
     uint64_t v = d.get<uint64_t>();
-    if (!checked_mul(numel, v, &numel)) r.fail("tensor ", name, " has shape ", sh->dump(), ": the element count overflows");
+    if (!checked_mul(numel, v, &numel)) r.fail("tensor ", name, " has shape ", shape_text(*sh), ": the element count overflows");
     e.shape.push_back(static_cast<int64_t>(v));
   }
   e.begin = (*off)[0].get<uint64_t>();
@@ -74,7 +82,7 @@ Entry parse_entry(const ByteReader& r, const std::string& name, const json& info
     r.fail("tensor ", name, " data_offsets [", e.begin, ", ", e.end, "] exceed the ", data_size, " data bytes");
   uint64_t nbytes = 0;
   if (!checked_mul(numel, esize, &nbytes) || nbytes != e.end - e.begin)
-    r.fail("tensor ", name, " has shape ", sh->dump(), " of ", e.dtype_str, " (", numel, " elements x ", esize,
+    r.fail("tensor ", name, " has shape ", shape_text(*sh), " of ", e.dtype_str, " (", numel, " elements x ", esize,
            " bytes), but data_offsets [", e.begin, ", ", e.end, "] span ", e.end - e.begin, " bytes");
   return e;
 }
@@ -152,10 +160,10 @@ SafetensorsIndex read_safetensors_index(const Bytes& file) {
   idx.name = file.name;
   std::set<std::string> shards;
   for (auto it = wm->begin(); it != wm->end(); ++it) {
-    if (!it->is_string()) fail(file.name, ": weight_map[\"", it.key(), "\"] is ", it->dump(), ", not a file name");
+    if (!it->is_string()) fail(file.name, ": weight_map[\"", brief_name(it.key()), "\"] is ", json_brief(*it), ", not a file name");
     const std::string& shard = it->get_ref<const std::string&>();
     if (shard.empty() || shard == "." || shard == ".." || shard.find_first_of("/\\") != std::string::npos)
-      fail(file.name, ": weight_map[\"", it.key(), "\"] is \"", shard, "\", not a plain file name");
+      fail(file.name, ": weight_map[\"", brief_name(it.key()), "\"] is \"", brief_name(shard), "\", not a plain file name");
     idx.weight_map[it.key()] = shard;
     shards.insert(shard);
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "kernels/kernels.h"
 #include "models/config.h"
 #include "models/registry.h"
@@ -80,7 +81,7 @@ class Bert : public Model {
     nn::linear(w_.mlm_transform, s.hidden.data(), n, h);
     nn::activate(w_.act, h, n * d);
     nn::norm(w_.mlm_norm, h, n, h);
-    s.logits.resize(size_t(n) * info_.vocab_size);
+    s.logits.resize(logits_size(n));
     nn::linear(w_.mlm_decoder, h, n, s.logits.data());
     return s.logits.data();
   }
@@ -95,17 +96,17 @@ class Bert : public Model {
 
 std::unique_ptr<Model> build_bert_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o) {
   ConfigReader r(config, o.source);
-  const int d = r.positive_int("hidden_size"), layers = r.positive_int("num_hidden_layers", 4096);
-  const int heads = r.positive_int("num_attention_heads", 4096), ff = r.positive_int("intermediate_size");
-  const int positions = r.positive_int("max_position_embeddings"), types = r.positive_int("type_vocab_size", 2, 1 << 16);
+  const int d = r.positive_int("hidden_size"), layers = r.positive_int("num_hidden_layers", limits::kMaxLayers);
+  const int heads = r.positive_int("num_attention_heads", limits::kMaxHeads), ff = r.positive_int("intermediate_size");
+  const int positions = r.positive_int("max_position_embeddings", limits::kMaxContext), types = r.positive_int("type_vocab_size", 2, 1 << 16);
   const float eps = float(r.number("layer_norm_eps", 1e-12));
   AL_CHECK(r.string("position_embedding_type", "absolute") == "absolute", o.source, ": position_embedding_type \"",
            r.string("position_embedding_type"), "\" is not supported (absolute)");
   AL_CHECK(d % heads == 0, o.source, ": hidden_size ", d, " is not divisible by num_attention_heads ", heads);
   // BertModel saves "embeddings.…"; BertForMaskedLM and friends prefix "bert.".
   const std::string p = tensors.has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
-  const int vocab = r.has("vocab_size") ? r.positive_int("vocab_size")
-                                        : int(tensors.get(p + "embeddings.word_embeddings.weight").dim(0));
+  const int vocab = r.has("vocab_size") ? r.positive_int("vocab_size", limits::kMaxVocab)
+                                        : leading_dim(tensors, p + "embeddings.word_embeddings.weight", limits::kMaxVocab, o.source);
   Weights w(tensors, o.format);
   BertWeights b;
   b.act = nn::parse_activation(r.string("hidden_act", "gelu"));

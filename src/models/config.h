@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/tensor.h"
+
 namespace attnlens::models {
 
 class ConfigReader {
@@ -32,5 +34,9 @@ class ConfigReader {
   std::string source_;
   mutable std::set<std::string> read_;
 };
+
+// The first dimension of tensor `name` as a count within [1, limit] (a vocabulary size read from the
+// embedding's rows when the config does not give it); errors name the file and the tensor.
+int leading_dim(const TensorMap& tensors, const std::string& name, int limit, const std::string& source);
 
 }  // namespace attnlens::models

@@ -4,6 +4,8 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json.h"
+#include "core/limits.h"
 
 namespace attnlens::models {
 
@@ -39,11 +41,11 @@ void read_gguf_hparams(const ConfigReader& r, const std::string& a, Weights& w, 
   auto k = [&](const char* key) { return a + "." + key; };
   const std::string& src = r.source();
   s.d_model = r.positive_int(k("embedding_length"));
-  s.n_layers = r.positive_int(k("block_count"), 4096);
-  s.n_heads = r.positive_int(k("attention.head_count"), 4096);
-  s.n_kv_heads = r.positive_int(k("attention.head_count_kv"), s.n_heads, 4096);
+  s.n_layers = r.positive_int(k("block_count"), limits::kMaxLayers);
+  s.n_heads = r.positive_int(k("attention.head_count"), limits::kMaxHeads);
+  s.n_kv_heads = r.positive_int(k("attention.head_count_kv"), s.n_heads, limits::kMaxHeads);
   s.d_ff = r.positive_int(k("feed_forward_length"));
-  s.context = r.positive_int(k("context_length"));
+  s.context = r.positive_int(k("context_length"), limits::kMaxContext);
   if (!r.has(k("attention.key_length")))
     AL_CHECK(s.d_model % s.n_heads == 0, src, ": ", k("embedding_length"), " ", s.d_model,
              " is not divisible by the number of heads ", s.n_heads, " (and no ", k("attention.key_length"), ")");
@@ -51,8 +53,8 @@ void read_gguf_hparams(const ConfigReader& r, const std::string& a, Weights& w, 
   const int value_dim = r.positive_int(k("attention.value_length"), s.head_dim, 1 << 16);
   AL_CHECK(value_dim == s.head_dim, src, ": ", k("attention.value_length"), " ", value_dim, " != ",
            k("attention.key_length"), " ", s.head_dim, " (different key and value sizes are not supported)");
-  s.vocab = r.has(k("vocab_size")) ? r.positive_int(k("vocab_size"))
-                                    : int(w.tensors().get("token_embd.weight").dim(0));
+  s.vocab = r.has(k("vocab_size")) ? r.positive_int(k("vocab_size"), limits::kMaxVocab)
+                                    : leading_dim(w.tensors(), "token_embd.weight", limits::kMaxVocab, r.source());
   s.norm_eps = float(s.norm == nn::NormKind::RMSNorm ? r.number(k("attention.layer_norm_rms_epsilon"), 1e-5)
                                                      : r.number(k("attention.layer_norm_epsilon"), 1e-5));
   AL_CHECK(s.norm_eps > 0, src, ": the norm epsilon must be positive, got ", s.norm_eps);
@@ -126,7 +128,7 @@ void check_gguf_keys_used(const ConfigReader& r, const std::string& a) {
     // Mixture-of-experts counts of 0 describe a dense model.
     if ((rest == "expert_count" || rest == "expert_used_count") && value.is_number() && value.get<double>() == 0)
       continue;
-    std::string shown = value.is_primitive() ? value.dump() : std::string(value.is_array() ? "[…]" : "{…}");
+    std::string shown = value.is_primitive() ? json_brief(value) : std::string(value.is_array() ? "[…]" : "{…}");
     if (shown.size() > 60) shown = shown.substr(0, 60) + "…";
     fail(r.source(), ": GGUF key \"", key, "\" = ", shown, " is not supported by the ", a,
          " architecture here (the engine would ignore it)");
@@ -138,16 +140,16 @@ void check_gguf_keys_used(const ConfigReader& r, const std::string& a) {
 void read_hf_sizes(const ConfigReader& r, const TensorMap& tensors, const std::string& embed, DecoderSpec& s) {
   const std::string& src = r.source();
   s.d_model = r.positive_int("hidden_size");
-  s.n_layers = r.positive_int("num_hidden_layers", 4096);
-  s.n_heads = r.positive_int("num_attention_heads", 4096);
-  s.n_kv_heads = r.positive_int("num_key_value_heads", s.n_heads, 4096);
+  s.n_layers = r.positive_int("num_hidden_layers", limits::kMaxLayers);
+  s.n_heads = r.positive_int("num_attention_heads", limits::kMaxHeads);
+  s.n_kv_heads = r.positive_int("num_key_value_heads", s.n_heads, limits::kMaxHeads);
   s.d_ff = r.positive_int("intermediate_size");
-  s.context = r.positive_int("max_position_embeddings");
+  s.context = r.positive_int("max_position_embeddings", limits::kMaxContext);
   if (!r.has("head_dim"))
     AL_CHECK(s.d_model % s.n_heads == 0, src, ": hidden_size ", s.d_model, " is not divisible by num_attention_heads ",
              s.n_heads, " (and no head_dim)");
   s.head_dim = r.positive_int("head_dim", s.d_model / s.n_heads, 1 << 16);
-  s.vocab = r.has("vocab_size") ? r.positive_int("vocab_size") : int(tensors.get(embed).dim(0));
+  s.vocab = r.has("vocab_size") ? r.positive_int("vocab_size", limits::kMaxVocab) : leading_dim(tensors, embed, limits::kMaxVocab, r.source());
 }
 
 void read_hf_rope(const ConfigReader& r, nn::RopeParams& p, int context, LongRope* longrope) {

@@ -73,7 +73,7 @@ nn::SelfAttentionOptions DecoderOnlyTransformer::layer_options(int layer, bool l
 const float* DecoderOnlyTransformer::decode(Session& s, const int* tokens, int n, bool all_logits) const {
   check_tokens(tokens, n, "decode");
   const int pos0 = s.position();
-  s.cache.check_room(n);  // context overflow is an error before any work, and the cache is untouched
+  s.cache.reserve(n);  // context overflow is an error before any work, and the cache is untouched
   const int d = info_.d_model;
   nn::ArenaScope scope(s.arena);
   float* x = s.arena.alloc(size_t(n) * d);  // the residual stream [n, d_model]
@@ -95,7 +95,7 @@ const float* DecoderOnlyTransformer::decode(Session& s, const int* tokens, int n
   const float* last = x + size_t(n - rows) * d;
   float* h = s.arena.alloc(size_t(rows) * d);
   nn::norm(w_.final_norm, last, rows, h);
-  s.logits.resize(size_t(rows) * info_.vocab_size);
+  s.logits.resize(logits_size(rows));
   nn::linear(w_.lm_head, h, rows, s.logits.data());
   if (w_.final_softcap > 0.f) kernels::softcap(s.logits.data(), int(s.logits.size()), w_.final_softcap);
   return s.logits.data();

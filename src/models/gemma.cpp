@@ -12,6 +12,8 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/json.h"
+#include "core/limits.h"
 #include "models/decoder_config.h"
 #include "models/decoder_only.h"
 #include "models/registry.h"
@@ -187,7 +189,7 @@ std::unique_ptr<Model> build_gemma_hf(const nlohmann::json& config, const Tensor
       s.layer_attention.assign(size_t(s.n_layers), LayerAttention{});
       for (int l = 0; l < s.n_layers; ++l) {
         const auto& t = types[size_t(l)];
-        AL_CHECK(t == "full_attention" || t == "sliding_attention", o.source, ": layer_types entry ", t.dump(),
+        AL_CHECK(t == "full_attention" || t == "sliding_attention", o.source, ": layer_types entry ", json_brief(t),
                  " is not supported (full_attention, sliding_attention)");
         if (t == "sliding_attention") s.layer_attention[size_t(l)] = LayerAttention{window, 1};
       }

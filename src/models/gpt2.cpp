@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "models/config.h"
 #include "models/decoder_config.h"
 #include "models/decoder_only.h"
@@ -61,10 +62,10 @@ std::unique_ptr<Model> build_gpt2_hf(const nlohmann::json& config, const TensorM
   ConfigReader r(config, o.source);
   DecoderSpec s = gpt2_spec();
   s.d_model = r.positive_int("n_embd");
-  s.n_layers = r.positive_int("n_layer", 4096);
-  s.n_heads = s.n_kv_heads = r.positive_int("n_head", 4096);
+  s.n_layers = r.positive_int("n_layer", limits::kMaxLayers);
+  s.n_heads = s.n_kv_heads = r.positive_int("n_head", limits::kMaxHeads);
   s.d_ff = r.positive_int("n_inner", 4 * s.d_model, 1 << 24);
-  s.context = r.positive_int("n_positions", r.positive_int("n_ctx", 1024, 1 << 24), 1 << 24);
+  s.context = r.positive_int("n_positions", r.positive_int("n_ctx", 1024, limits::kMaxContext), limits::kMaxContext);
   s.norm_eps = float(r.number("layer_norm_epsilon", 1e-5));
   s.act = read_hf_activation(r, "activation_function", "gelu_new",
                              {nn::Activation::GeluTanh, nn::Activation::GeluErf, nn::Activation::ReLU,
@@ -78,7 +79,7 @@ std::unique_ptr<Model> build_gpt2_hf(const nlohmann::json& config, const TensorM
   s.conv1d = true;
   // GPT2LMHeadModel saves "transformer.h.0…", GPT2Model saves "h.0…".
   const std::string p = tensors.has("transformer.wte.weight") ? "transformer." : "";
-  s.vocab = r.has("vocab_size") ? r.positive_int("vocab_size") : int(tensors.get(p + "wte.weight").dim(0));
+  s.vocab = r.has("vocab_size") ? r.positive_int("vocab_size", limits::kMaxVocab) : leading_dim(tensors, p + "wte.weight", limits::kMaxVocab, r.source());
   DecoderNames names;
   names.embed = p + "wte";
   names.position = p + "wpe";

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "models/decoder_config.h"
 #include "models/decoder_only.h"
 #include "models/registry.h"
@@ -80,14 +81,14 @@ std::unique_ptr<Model> build_gptneox_hf(const nlohmann::json& config, const Tens
   DecoderSpec s = neox_spec();
   s.interleaved_qkv = true;
   s.d_model = r.positive_int("hidden_size");
-  s.n_layers = r.positive_int("num_hidden_layers", 4096);
-  s.n_heads = s.n_kv_heads = r.positive_int("num_attention_heads", 4096);
+  s.n_layers = r.positive_int("num_hidden_layers", limits::kMaxLayers);
+  s.n_heads = s.n_kv_heads = r.positive_int("num_attention_heads", limits::kMaxHeads);
   s.d_ff = r.positive_int("intermediate_size");
-  s.context = r.positive_int("max_position_embeddings");
+  s.context = r.positive_int("max_position_embeddings", limits::kMaxContext);
   AL_CHECK(s.d_model % s.n_heads == 0, o.source, ": hidden_size ", s.d_model, " is not divisible by num_attention_heads ",
            s.n_heads);
   s.head_dim = s.d_model / s.n_heads;
-  s.vocab = r.has("vocab_size") ? r.positive_int("vocab_size") : int(tensors.get("gpt_neox.embed_in.weight").dim(0));
+  s.vocab = r.has("vocab_size") ? r.positive_int("vocab_size", limits::kMaxVocab) : leading_dim(tensors, "gpt_neox.embed_in.weight", limits::kMaxVocab, r.source());
   s.norm_eps = float(r.number("layer_norm_eps", 1e-5));
   s.act = read_hf_activation(r, "hidden_act", "gelu",
                              {nn::Activation::GeluErf, nn::Activation::GeluTanh, nn::Activation::ReLU});

@@ -1,6 +1,9 @@
 #include "models/model.h"
 
+#include <algorithm>
+
 #include "core/error.h"
+#include "core/limits.h"
 #include "models/weights.h"
 
 namespace attnlens::models {
@@ -16,6 +19,14 @@ const char* model_kind_name(ModelKind k) {
 
 ModelInfo make_info(const std::string& architecture, ModelKind kind, const Shape& s, const std::string& positions,
                     const Weights& w) {
+  // A safety net behind the builders' per-key checks: nothing past the engine's limits gets built.
+  const std::string& source = w.tensors().context;
+  AL_CHECK(s.context_length >= 1 && s.context_length <= limits::kMaxContext, source, ": a context of ", s.context_length,
+           " positions is outside [1, ", limits::kMaxContext, "]");
+  AL_CHECK(s.n_layers <= limits::kMaxLayers && s.n_encoder_layers <= limits::kMaxLayers, source, ": ", s.n_layers, " + ",
+           s.n_encoder_layers, " layers exceed the limit of ", limits::kMaxLayers, " per stack");
+  AL_CHECK(s.vocab_size >= 1 && s.vocab_size <= limits::kMaxVocab, source, ": a vocabulary of ", s.vocab_size,
+           " tokens is outside [1, ", limits::kMaxVocab, "]");
   ModelInfo info;
   info.architecture = architecture;
   info.kind = kind;
@@ -42,6 +53,11 @@ size_t Session::bytes() const {
   return n;
 }
 
+size_t Model::logits_size(int rows) const {
+  return limits::checked_bytes(str("the logits of ", rows, " tokens").c_str(), {uint64_t(rows), uint64_t(info().vocab_size), sizeof(float)}) /
+         sizeof(float);
+}
+
 std::unique_ptr<Session> Model::new_session(int capacity) const {
   const ModelInfo& i = info();
   if (capacity <= 0) capacity = i.context_length;
@@ -65,7 +81,14 @@ const float* Model::mlm_logits(Session&) const {
 void Model::check_tokens(const int* tokens, int n, const char* what) const {
   AL_CHECK(n > 0, what, ": no tokens given");
   AL_CHECK(tokens != nullptr, what, ": tokens are missing");
-  const int vocab = info().vocab_size;
+  const ModelInfo& i = info();
+  AL_CHECK(n <= limits::kMaxContext, what, ": ", n, " tokens are more than the engine's limit of ", limits::kMaxContext);
+  // The widest scratch row a token needs (residual stream, Q|K|V, feed-forward), with room for the
+  // several buffers of a layer: every n × width product the pass computes stays far from wrapping.
+  const uint64_t width = std::max<uint64_t>({uint64_t(i.d_model), uint64_t(i.d_ff),
+                                             uint64_t(i.n_heads + 2 * i.n_kv_heads) * uint64_t(i.head_dim)});
+  limits::checked_bytes(str(what, ": the scratch buffers of a pass over ", n, " tokens").c_str(), {uint64_t(n), 4, width, sizeof(float)});
+  const int vocab = i.vocab_size;
   for (int i = 0; i < n; ++i)
     AL_CHECK(tokens[i] >= 0 && tokens[i] < vocab, what, ": token id ", tokens[i], " at index ", i,
              " is out of range [0, ", vocab, ")");

@@ -103,8 +103,11 @@ class Model {
   virtual bool has_mlm_head() const { return false; }
 
  protected:
-  // Checks ids and sizes shared by every architecture; throws attnlens::Error.
+  // Checks ids and sizes shared by every architecture (the ids against the vocabulary, n and the
+  // pass's scratch buffers against the engine's limits, in 64 bits); throws attnlens::Error.
   void check_tokens(const int* tokens, int n, const char* what) const;
+  // Floats of `rows` rows of logits (rows × vocab), checked in 64 bits.
+  size_t logits_size(int rows) const;
 };
 
 }  // namespace attnlens::models

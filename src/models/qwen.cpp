@@ -5,6 +5,8 @@
 // its converter does not permute Q/K). Qwen2's sliding window (use_sliding_window, from layer
 // max_window_layers on) is applied when a configuration turns it on.
 #include "core/error.h"
+#include "core/json.h"
+#include "core/limits.h"
 #include "models/decoder_config.h"
 #include "models/decoder_only.h"
 #include "models/registry.h"
@@ -37,7 +39,7 @@ void read_qwen_window(const ConfigReader& r, DecoderSpec& s) {
              s.n_layers, " layers");
     bool any = false;
     for (const auto& t : types) {
-      AL_CHECK(t == "full_attention" || t == "sliding_attention", r.source(), ": layer_types entry ", t.dump(),
+      AL_CHECK(t == "full_attention" || t == "sliding_attention", r.source(), ": layer_types entry ", json_brief(t),
                " is not supported (full_attention, sliding_attention)");
       any = any || t == "sliding_attention";
     }
@@ -50,7 +52,7 @@ void read_qwen_window(const ConfigReader& r, DecoderSpec& s) {
   }
   if (!on) return;
   const int window = r.positive_int("sliding_window", 1 << 30);
-  const int first = r.has("max_window_layers") ? r.positive_int("max_window_layers", 4096) : 0;
+  const int first = r.has("max_window_layers") ? r.positive_int("max_window_layers", limits::kMaxLayers) : 0;
   s.layer_attention.assign(size_t(s.n_layers), LayerAttention{});
   for (int l = first; l < s.n_layers; ++l) s.layer_attention[size_t(l)].window = window;
 }

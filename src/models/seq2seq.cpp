@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "kernels/kernels.h"
 #include "models/config.h"
 #include "models/registry.h"
@@ -63,7 +64,7 @@ class Seq2Seq : public Model {
     check_tokens(tokens, n, "decode");
     AL_CHECK(s.memory_length > 0 && s.memory.size() == w_.decoder.size(), "decode: encode the source first");
     const int pos0 = s.position(), d = info_.d_model;
-    s.cache.check_room(n);
+    s.cache.reserve(n);
     nn::ArenaScope scope(s.arena);
     float* y = s.arena.alloc(size_t(n) * d);
     embed(tokens, n, pos0, y);
@@ -78,7 +79,7 @@ class Seq2Seq : public Model {
     const int rows = all_logits ? n : 1;
     float* h = y + size_t(n - rows) * d;
     if (w_.decoder_norm.dim) nn::norm(w_.decoder_norm, h, rows, h);
-    s.logits.resize(size_t(rows) * info_.vocab_size);
+    s.logits.resize(logits_size(rows));
     nn::linear(w_.lm_head, h, rows, s.logits.data());
     return s.logits.data();
   }
@@ -129,9 +130,9 @@ nn::FeedForward ffn(Weights& w, const std::string& prefix, int d, int ff, nn::Ac
 
 std::unique_ptr<Model> build_seq2seq_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o) {
   ConfigReader r(config, o.source);
-  const int d = r.positive_int("d_model"), heads = r.positive_int("n_heads", 4096), ff = r.positive_int("d_ff");
-  const int enc_layers = r.positive_int("encoder_layers", 4096), dec_layers = r.positive_int("decoder_layers", 4096);
-  const int vocab = r.positive_int("vocab_size"), positions = r.positive_int("max_position_embeddings");
+  const int d = r.positive_int("d_model"), heads = r.positive_int("n_heads", limits::kMaxHeads), ff = r.positive_int("d_ff");
+  const int enc_layers = r.positive_int("encoder_layers", limits::kMaxLayers), dec_layers = r.positive_int("decoder_layers", limits::kMaxLayers);
+  const int vocab = r.positive_int("vocab_size", limits::kMaxVocab), positions = r.positive_int("max_position_embeddings", limits::kMaxContext);
   const float eps = float(r.number("layer_norm_eps", 1e-5));
   const nn::Activation act = nn::parse_activation(r.string("activation", "relu"));
   const auto placement = r.boolean("norm_first", false) ? nn::NormPlacement::Pre : nn::NormPlacement::Post;

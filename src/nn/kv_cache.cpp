@@ -1,28 +1,66 @@
 #include "nn/kv_cache.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/error.h"
+#include "core/limits.h"
 
 namespace attnlens::nn {
 
+namespace {
+constexpr int kFirstPositions = 64;  // the first reserve() allocates at least this many positions
+}
+
 KVCache::KVCache(int n_layers, int n_kv_heads, int head_dim, int capacity)
-    : n_layers_(n_layers), kv_dim_(n_kv_heads * head_dim), capacity_(capacity) {
+    : n_layers_(n_layers), kv_dim_(0), capacity_(capacity) {
   AL_CHECK(n_layers > 0 && n_kv_heads > 0 && head_dim > 0 && capacity > 0, "KV cache: bad shape (layers ", n_layers,
            ", kv heads ", n_kv_heads, ", head dim ", head_dim, ", capacity ", capacity, ")");
-  const size_t floats = size_t(n_layers) * capacity * kv_dim_;
-  AL_CHECK(floats < (size_t(1) << 31) / sizeof(float), "KV cache of ", 2 * floats * sizeof(float),
-           " bytes is too large: lower the context length");
-  k_ = alloc_floats(floats);
-  v_ = alloc_floats(floats);
+  AL_CHECK(n_layers <= limits::kMaxLayers && capacity <= limits::kMaxContext, "KV cache: ", n_layers, " layers × ",
+           capacity, " positions exceed the engine's limits (", limits::kMaxLayers, " layers, ", limits::kMaxContext,
+           " positions)");
+  // One layer's row width, and one position of every layer, must be addressable.
+  kv_dim_ = int(limits::checked_bytes("a KV cache row", {uint64_t(n_kv_heads), uint64_t(head_dim), sizeof(float)}) /
+                sizeof(float));
+  limits::checked_bytes("one position of the KV cache", {2, uint64_t(n_layers), uint64_t(kv_dim_), sizeof(float)});
+  k_.resize(size_t(n_layers));
+  v_.resize(size_t(n_layers));
 }
 
 void KVCache::check_room(int n) const {
   AL_CHECK(n >= 0, "KV cache: cannot add ", n, " positions");
-  AL_CHECK(length_ + n <= capacity_, "context overflow: ", length_, " positions are cached and ", n,
+  AL_CHECK(int64_t(length_) + n <= capacity_, "context overflow: ", length_, " positions are cached and ", n,
            " more do not fit in the context length of ", capacity_);
+}
+
+void KVCache::reserve(int n) {
+  check_room(n);
+  const int need = length_ + n;
+  if (need <= allocated_) return;
+  const int grown = int(std::min<int64_t>(capacity_, std::max<int64_t>({need, 2 * int64_t(allocated_), kFirstPositions})));
+  // Every size in 64 bits first: one layer's buffer, then the whole cache.
+  const size_t layer_bytes = limits::checked_bytes("the KV cache of one layer", {uint64_t(grown), uint64_t(kv_dim_), sizeof(float)});
+  limits::checked_bytes("the KV cache", {2, uint64_t(n_layers_), layer_bytes});
+  std::vector<FloatBuffer> k(static_cast<size_t>(n_layers_)), v(static_cast<size_t>(n_layers_));
+  for (int l = 0; l < n_layers_; ++l) {  // allocate everything before touching the cache: a failure leaves it as it was
+    k[size_t(l)] = alloc_floats(layer_bytes / sizeof(float));
+    v[size_t(l)] = alloc_floats(layer_bytes / sizeof(float));
+  }
+  const size_t filled = size_t(length_) * size_t(kv_dim_) * sizeof(float);
+  for (int l = 0; l < n_layers_; ++l) {
+    if (filled) {
+      std::memcpy(k[size_t(l)].get(), k_[size_t(l)].get(), filled);
+      std::memcpy(v[size_t(l)].get(), v_[size_t(l)].get(), filled);
+    }
+  }
+  k_ = std::move(k);
+  v_ = std::move(v);
+  allocated_ = grown;
 }
 
 void KVCache::advance(int n) {
   check_room(n);
+  AL_CHECK(length_ + n <= allocated_, "KV cache: ", n, " positions were advanced without reserve()");
   length_ += n;
 }
 

@@ -1,7 +1,13 @@
 // Keys and values of every past position, per layer, so that decoding one token costs one row of
 // attention instead of recomputing the prefix (seed 001 §"Training vs Inference").
+//
+// The cache grows with use: memory for positions is allocated when reserve() asks for them (doubling,
+// up to the capacity), not for the whole context up front, so a model with a long context costs
+// only what its sequences use. Sizes are checked in 64-bit arithmetic before anything is allocated.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -11,28 +17,36 @@ class KVCache {
  public:
   KVCache(int n_layers, int n_kv_heads, int head_dim, int capacity);
 
-  // Rows of kv_dim = n_kv_heads·head_dim floats: K and V of position `pos` in `layer`.
-  float* key(int layer, int pos) { return k_.get() + offset(layer, pos); }
-  float* value(int layer, int pos) { return v_.get() + offset(layer, pos); }
-  const float* key(int layer, int pos) const { return k_.get() + offset(layer, pos); }
-  const float* value(int layer, int pos) const { return v_.get() + offset(layer, pos); }
+  // Rows of kv_dim = n_kv_heads·head_dim floats: K and V of position `pos` in `layer`; the rows of
+  // one layer are contiguous ([pos][kv_dim]). Valid for pos < allocated(), until the next reserve().
+  float* key(int layer, int pos) { return k_[size_t(layer)].get() + offset(pos); }
+  float* value(int layer, int pos) { return v_[size_t(layer)].get() + offset(pos); }
+  const float* key(int layer, int pos) const { return k_[size_t(layer)].get() + offset(pos); }
+  const float* value(int layer, int pos) const { return v_[size_t(layer)].get() + offset(pos); }
 
-  int length() const { return length_; }      // positions filled so far
-  int capacity() const { return capacity_; }  // positions preallocated
+  int length() const { return length_; }        // positions filled so far
+  int capacity() const { return capacity_; }    // positions it may hold
+  int allocated() const { return allocated_; }  // positions with memory now (length ≤ allocated ≤ capacity)
   int kv_dim() const { return kv_dim_; }
   int n_layers() const { return n_layers_; }
-  // Throws attnlens::Error unless n more positions fit: call before computing them.
+  // Throws attnlens::Error unless n more positions fit in the capacity.
   void check_room(int n) const;
+  // check_room(n), then makes sure every layer has memory for n more positions (grows the buffers,
+  // keeping the rows filled so far). Call before computing them; pointers from key()/value() taken
+  // before a reserve() that grows are invalid afterwards.
+  void reserve(int n);
   void advance(int n);  // marks n more positions filled (after every layer wrote them)
   void reset() { length_ = 0; }
   void truncate(int length);  // forget positions ≥ length (e.g. to re-run from a prefix)
-  // 2 × layers × kv_heads × capacity × head_dim × 4 bytes.
-  size_t bytes() const { return 2 * size_t(n_layers_) * capacity_ * kv_dim_ * sizeof(float); }
+  // Bytes allocated now: 2 × layers × allocated × kv_dim × 4.
+  size_t bytes() const { return 2 * size_t(n_layers_) * size_t(allocated_) * size_t(kv_dim_) * sizeof(float); }
+  // Bytes at full capacity (what a full context costs): 2 × layers × capacity × kv_dim × 4.
+  uint64_t capacity_bytes() const { return 2 * uint64_t(n_layers_) * uint64_t(capacity_) * uint64_t(kv_dim_) * sizeof(float); }
 
  private:
-  size_t offset(int layer, int pos) const { return (size_t(layer) * capacity_ + pos) * kv_dim_; }
-  int n_layers_, kv_dim_, capacity_, length_ = 0;
-  FloatBuffer k_, v_;  // [layers][capacity][kv_dim]
+  size_t offset(int pos) const { return size_t(pos) * size_t(kv_dim_); }
+  int n_layers_, kv_dim_, capacity_, allocated_ = 0, length_ = 0;
+  std::vector<FloatBuffer> k_, v_;  // per layer: [allocated][kv_dim]
 };
 
 }  // namespace attnlens::nn

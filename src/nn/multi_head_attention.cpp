@@ -77,7 +77,7 @@ void self_attention(const MultiHeadAttention& a, const float* x, const Pass& pas
     AL_CHECK(cache->kv_dim() == kd, "self-attention: KV cache rows have ", cache->kv_dim(), " values, expected ", kd);
     AL_CHECK(pos0 == cache->length(), "self-attention: tokens start at position ", pos0, " but the cache holds ",
              cache->length());
-    cache->check_room(n);
+    cache->reserve(n);  // grows the cache if the model did not reserve these positions already
     k = cache->key(pass.layer, pos0);  // new rows go straight into the cache
     v = cache->value(pass.layer, pos0);
   } else {

@@ -1,5 +1,6 @@
 #include "nn/positions.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -40,6 +41,11 @@ Rope::Rope(const RopeParams& params, int positions) : p_(params), positions_(pos
     AL_CHECK(std::isfinite(p_.freq_factors[i]) && p_.freq_factors[i] > 0, "RoPE frequency factor ", i, " is ",
              p_.freq_factors[i], ", expected a positive number");
   AL_CHECK(positions > 0, "RoPE table needs at least one position, got ", positions);
+  // The table covers the first kMaxTableFloats / rot_dims positions at most (a long context's later
+  // positions are computed on the spot), so its size never depends on a file's context length alone.
+  constexpr int64_t kMaxTableFloats = int64_t(1) << 20;  // 4 MiB of cos + sin
+  positions_ = int(std::min<int64_t>(positions, std::max<int64_t>(1, kMaxTableFloats / p_.rot_dims)));
+  positions = positions_;
   const int half = p_.rot_dims / 2;
   cos_.resize(size_t(positions) * half);
   sin_.resize(size_t(positions) * half);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/limits.h"
 
 namespace attnlens::nn {
 
@@ -40,6 +41,9 @@ const unsigned char* AttentionRecorder::head_mask(int n_heads) {
 float* AttentionRecorder::slot(AttentionKind kind, int layer, int n_heads, int n_queries, int n_keys, int q_pos0,
                                int batch) {
   if (!wants_layer(layer)) return nullptr;
+  // Checked in 64 bits before anything changes: a pass too large to record is an error, not a wrap.
+  const size_t bytes = limits::checked_bytes("the attention weights of one layer",
+                                             {uint64_t(batch), uint64_t(n_heads), uint64_t(n_queries), uint64_t(n_keys), sizeof(float)});
   AttentionRecord* rec = nullptr;
   for (auto& r : records_)
     if (r.kind == kind && r.layer == layer) rec = &r;
@@ -49,12 +53,12 @@ float* AttentionRecorder::slot(AttentionKind kind, int layer, int n_heads, int n
     rec->kind = kind;
     rec->layer = layer;
   }
+  rec->weights.assign(bytes / sizeof(float), 0.f);
   rec->n_heads = n_heads;
   rec->n_queries = n_queries;
   rec->n_keys = n_keys;
   rec->q_pos0 = q_pos0;
   rec->batch = batch;
-  rec->weights.assign(size_t(batch) * n_heads * n_queries * n_keys, 0.f);
   return rec->weights.data();
 }
 

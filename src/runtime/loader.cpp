@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/json.h"
+#include "core/limits.h"
 #include "formats/model_file.h"
 #include "models/registry.h"
 #include "runtime/tokenizer_config.h"
@@ -19,13 +21,7 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-nlohmann::json parse_json(const File& f) {
-  try {
-    return nlohmann::json::parse(f.bytes.begin(), f.bytes.end());
-  } catch (const nlohmann::json::exception& e) {
-    fail(f.name, ": invalid JSON: ", e.what());
-  }
-}
+nlohmann::json parse_json(const File& f) { return attnlens::parse_json(f.bytes.data(), f.bytes.size(), f.name); }
 
 // Number of records in a llama2.c tokenizer.bin (its vocabulary size is not stored in it).
 int count_llama2c_tokens(const File& f) {
@@ -47,65 +43,132 @@ int count_llama2c_tokens(const File& f) {
 int first_id(const nlohmann::json& j, const char* key) {
   if (!j.is_object() || !j.contains(key)) return -1;
   const auto& v = j.at(key);
-  if (v.is_number_integer()) return v.get<int>();
-  if (v.is_array() && !v.empty() && v[0].is_number_integer()) return v[0].get<int>();
+  auto id = [](const nlohmann::json& x) { return x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() < limits::kMaxVocab; };
+  if (id(v)) return v.get<int>();
+  if (v.is_array() && !v.empty() && id(v[0])) return v[0].get<int>();
   return -1;
 }
 
 std::vector<int> all_ids(const nlohmann::json& j, const char* key) {
   std::vector<int> out;
   if (!j.is_object() || !j.contains(key)) return out;
+  auto id = [](const nlohmann::json& x) { return x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() < limits::kMaxVocab; };
   const auto& v = j.at(key);
-  if (v.is_number_integer()) out.push_back(v.get<int>());
+  if (id(v)) out.push_back(v.get<int>());
   if (v.is_array())
     for (const auto& x : v)
-      if (x.is_number_integer()) out.push_back(x.get<int>());
+      if (id(x)) out.push_back(x.get<int>());
   return out;
 }
+
+// Typed reads of GGUF tokenizer metadata: a wrong type is an error naming the file and the key.
+struct MetaReader {
+  const nlohmann::json& meta;
+  const std::string& source;
+
+  const nlohmann::json* find(const char* key) const {
+    auto it = meta.find(key);
+    return it == meta.end() ? nullptr : &*it;
+  }
+  bool boolean(const char* key, bool fallback) const {
+    const nlohmann::json* v = find(key);
+    if (!v) return fallback;
+    AL_CHECK(v->is_boolean(), source, ": ", key, " must be a bool, got ", json_brief(*v));
+    return v->get<bool>();
+  }
+  // A token id: an integer in [-1, vocab limit); `fallback` when absent.
+  int id(const char* key, int fallback) const {
+    const nlohmann::json* v = find(key);
+    if (!v) return fallback;
+    AL_CHECK(v->is_number_integer() && v->get<int64_t>() >= -1 && v->get<int64_t>() < limits::kMaxVocab, source, ": ", key,
+             " must be a token id, got ", json_brief(*v));
+    return v->get<int>();
+  }
+  std::string string(const char* key) const {
+    const nlohmann::json* v = find(key);
+    AL_CHECK(v && v->is_string(), source, ": ", key, " must be a string, got ", v ? json_brief(*v) : "nothing");
+    return v->get<std::string>();
+  }
+  // An array (of at most `limit` values); null when absent and not required.
+  const nlohmann::json* array(const char* key, size_t limit, bool required) const {
+    const nlohmann::json* v = find(key);
+    AL_CHECK(v || !required, source, ": ", key, " is missing");
+    if (!v) return nullptr;
+    AL_CHECK(v->is_array(), source, ": ", key, " must be an array, got ", json_brief(*v));
+    AL_CHECK(v->size() <= limit, source, ": ", key, " has ", v->size(), " values (at most ", limit, ")");
+    return v;
+  }
+  template <class T, class Check>
+  std::vector<T> values(const char* key, const nlohmann::json& list, const char* type, Check ok) const {
+    std::vector<T> out;
+    out.reserve(list.size());
+    for (size_t i = 0; i < list.size(); ++i) {
+      AL_CHECK(ok(list[i]), source, ": ", key, "[", i, "] must be ", type, ", got ", json_brief(list[i]));
+      out.push_back(list[i].get<T>());
+    }
+    return out;
+  }
+};
 
 // GGUF keeps the tokenizer in its metadata: SentencePiece BPE ("llama") or byte-level BPE ("gpt2",
 // rebuilt as the tokenizer.json it came from).
 std::unique_ptr<Tokenizer> gguf_tokenizer(const nlohmann::json& meta, const std::string& source) {
   if (!meta.contains("tokenizer.ggml.model")) return nullptr;
-  const std::string kind = meta.at("tokenizer.ggml.model").get<std::string>();
-  auto get_int = [&](const char* key, int fallback) {
-    return meta.contains(key) && meta.at(key).is_number_integer() ? meta.at(key).get<int>() : fallback;
+  const MetaReader m{meta, source};
+  const std::string kind = m.string("tokenizer.ggml.model");
+  const nlohmann::json& tokens = *m.array("tokenizer.ggml.tokens", limits::kMaxVocab, true);
+  auto is_string = [](const nlohmann::json& x) {
+    return x.is_string() && x.get_ref<const std::string&>().size() <= size_t(limits::kMaxTokenBytes);
   };
-  AL_CHECK(meta.contains("tokenizer.ggml.tokens") && meta.at("tokenizer.ggml.tokens").is_array(), source,
-           ": tokenizer.ggml.tokens is missing");
-  const auto& tokens = meta.at("tokenizer.ggml.tokens");
+  auto is_type = [](const nlohmann::json& x) { return x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= 255; };
+  const nlohmann::json* types = m.array("tokenizer.ggml.token_type", limits::kMaxVocab, false);
   if (kind == "llama") {
-    std::vector<std::string> pieces;
+    std::vector<std::string> pieces = m.values<std::string>("tokenizer.ggml.tokens", tokens, "a string of at most 65536 bytes", is_string);
     std::vector<float> scores;
-    std::vector<int> types;
-    for (const auto& t : tokens) pieces.push_back(t.get<std::string>());
-    if (meta.contains("tokenizer.ggml.scores"))
-      for (const auto& s : meta.at("tokenizer.ggml.scores")) scores.push_back(s.get<float>());
-    if (meta.contains("tokenizer.ggml.token_type"))
-      for (const auto& t : meta.at("tokenizer.ggml.token_type")) types.push_back(t.get<int>());
-    const bool add_bos = meta.value("tokenizer.ggml.add_bos_token", true);
-    const bool add_space = meta.value("tokenizer.ggml.add_space_prefix", true);
-    return make_sentencepiece_tokenizer(std::move(pieces), std::move(scores), std::move(types),
-                                        get_int("tokenizer.ggml.bos_token_id", 1), get_int("tokenizer.ggml.eos_token_id", 2),
-                                        get_int("tokenizer.ggml.unknown_token_id", 0), add_bos, add_space);
+    std::vector<int> token_types;
+    if (const nlohmann::json* s = m.array("tokenizer.ggml.scores", limits::kMaxVocab, false))
+      scores = m.values<float>("tokenizer.ggml.scores", *s, "a number", [](const nlohmann::json& x) { return x.is_number(); });
+    if (types) token_types = m.values<int>("tokenizer.ggml.token_type", *types, "a token type (0..255)", is_type);
+    return make_sentencepiece_tokenizer(std::move(pieces), std::move(scores), std::move(token_types),
+                                        m.id("tokenizer.ggml.bos_token_id", 1), m.id("tokenizer.ggml.eos_token_id", 2),
+                                        m.id("tokenizer.ggml.unknown_token_id", 0), m.boolean("tokenizer.ggml.add_bos_token", true),
+                                        m.boolean("tokenizer.ggml.add_space_prefix", true));
   }
   if (kind == "gpt2") {
     nlohmann::json tj;
     nlohmann::json vocab = nlohmann::json::object();
-    for (size_t i = 0; i < tokens.size(); ++i) vocab[tokens[i].get<std::string>()] = i;
-    tj["model"] = {{"type", "BPE"}, {"vocab", vocab}, {"merges", meta.value("tokenizer.ggml.merges", nlohmann::json::array())}};
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      AL_CHECK(is_string(tokens[i]), source, ": tokenizer.ggml.tokens[", i, "] must be a string of at most 65536 bytes, got ",
+               json_brief(tokens[i]));
+      vocab[tokens[i].get<std::string>()] = i;
+    }
+    nlohmann::json merges = nlohmann::json::array();
+    if (const nlohmann::json* list = m.array("tokenizer.ggml.merges", limits::kMaxMerges, false)) merges = *list;
+    tj["model"] = {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", std::move(merges)}};
     tj["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
     tj["decoder"] = {{"type", "ByteLevel"}};
     nlohmann::json added = nlohmann::json::array();
-    if (meta.contains("tokenizer.ggml.token_type")) {
-      const auto& types = meta.at("tokenizer.ggml.token_type");
-      for (size_t i = 0; i < types.size() && i < tokens.size(); ++i)
-        if (types[i].get<int>() == 3) added.push_back({{"id", i}, {"content", tokens[i]}, {"special", true}});
+    if (types) {
+      for (size_t i = 0; i < types->size() && i < tokens.size(); ++i) {
+        AL_CHECK(is_type((*types)[i]), source, ": tokenizer.ggml.token_type[", i, "] must be a token type (0..255), got ",
+                 json_brief((*types)[i]));
+        if ((*types)[i].get<int>() == 3) added.push_back({{"id", i}, {"content", tokens[i]}, {"special", true}});
+      }
     }
-    tj["added_tokens"] = added;
-    return load_hf_tokenizer(tj.dump());
+    tj["added_tokens"] = std::move(added);
+    std::string text;
+    try {
+      text = tj.dump();
+    } catch (const nlohmann::json::type_error&) {  // 316: a string that is not UTF-8
+      fail(source, ": tokenizer.ggml.tokens or tokenizer.ggml.merges holds a string that is not valid UTF-8");
+    }
+    try {
+      return load_hf_tokenizer(text);
+    } catch (const Error& e) {  // its messages speak of tokenizer.json: say where this one came from
+      fail(source, ": the GGUF tokenizer (as a tokenizer.json): ", e.what());
+    }
   }
-  fail(source, ": unsupported GGUF tokenizer model \"", kind, "\" (supported: llama, gpt2)");
+  fail(source, ": unsupported GGUF tokenizer model \"", brief_name(kind), "\" (supported: llama, gpt2)");
 }
 
 // The files of one checkpoint, sorted by role.
@@ -185,7 +248,10 @@ void set_prompt_format(const std::string& arch, const Tokenizer* tok, const nloh
     p.eos_token = first_id(config, "eos_token_id") >= 0 ? first_id(config, "eos_token_id") : eos;
     p.decoder_start_token = first_id(config, "decoder_start_token_id") >= 0 ? first_id(config, "decoder_start_token_id")
                                                                             : first_id(config, "bos_token_id");
-    p.source_suffix_eos = config.value("source_suffix_eos", true);
+    const auto suffix = config.find("source_suffix_eos");
+    AL_CHECK(suffix == config.end() || suffix->is_boolean(), "config.json: source_suffix_eos must be true or false, got ",
+             suffix == config.end() ? "" : json_brief(*suffix));
+    p.source_suffix_eos = suffix == config.end() ? true : suffix->get<bool>();
     p.stop_tokens = {p.eos_token};
     return;
   }
@@ -201,6 +267,18 @@ void set_prompt_format(const std::string& arch, const Tokenizer* tok, const nloh
   std::sort(stops.begin(), stops.end());
   stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
   p.stop_tokens = stops;
+}
+
+// Runs one stage of loading `file`: a JSON library exception that slipped past the readers' own
+// checks (a value of an unexpected type) becomes an attnlens::Error naming the file, never the
+// library's bare text.
+template <class F>
+auto in_file(const std::string& file, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const nlohmann::json::exception& e) {
+    fail(file, ": a JSON value of an unexpected type or shape (", e.what(), ")");
+  }
 }
 
 // The tokenizer's configuration from the files that carry it (on top of a GGUF's metadata, if any).
@@ -253,6 +331,7 @@ size_t LoadedModel::file_bytes() const {
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const File& file, int vocab_size) {
+  return in_file(file.name, [&]() -> std::unique_ptr<Tokenizer> {
   switch (detect_file_kind(bytes_of(file))) {
     case FileKind::LlamaTokenizerBin:
       return load_llama2c_tokenizer(file.bytes.data(), file.bytes.size(),
@@ -267,6 +346,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const File& file, int vocab_size) {
     }
     default: fail(file.name, ": not a tokenizer (expected tokenizer.bin, tokenizer.json or a GGUF)");
   }
+  });
 }
 
 LoadedTokenizer load_tokenizer_files(const std::vector<FilePtr>& files, int vocab_size) {
@@ -300,12 +380,14 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
   if (r.gguf) {
     AL_CHECK(!r.llama2c && r.safetensors.empty(), "a GGUF file and another checkpoint were given together");
     build.source = r.gguf->name;
-    ModelFile g = read_gguf(bytes_of(*r.gguf));
-    out->format_ = "gguf";
-    out->model_ = models::build_from_gguf(g.config, g.tensors, build);
-    out->tokenizer_ = gguf_tokenizer(g.config, r.gguf->name);
-    out->tokenizer_config_ = read_gguf_tokenizer_config(g.config, r.gguf->name);
-    if (g.config.contains("tokenizer.ggml.eos_token_id")) config["eos_token_id"] = g.config["tokenizer.ggml.eos_token_id"];
+    in_file(r.gguf->name, [&] {
+      ModelFile g = read_gguf(bytes_of(*r.gguf));
+      out->format_ = "gguf";
+      out->model_ = models::build_from_gguf(g.config, g.tensors, build);
+      out->tokenizer_ = gguf_tokenizer(g.config, r.gguf->name);
+      out->tokenizer_config_ = read_gguf_tokenizer_config(g.config, r.gguf->name);
+      if (g.config.contains("tokenizer.ggml.eos_token_id")) config["eos_token_id"] = g.config["tokenizer.ggml.eos_token_id"];
+    });
   } else if (r.llama2c) {
     AL_CHECK(r.safetensors.empty(), "a llama2.c checkpoint and safetensors were given together");
     build.source = r.llama2c->name;
@@ -319,6 +401,7 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
     AL_CHECK(r.config, "safetensors weights need their config.json");
     build.source = r.config->name;
     config = parse_json(*r.config);
+    in_file(r.config->name, [&] {
     TensorMap tensors;
     if (r.index) {
       SafetensorsIndex index = read_safetensors_index(bytes_of(*r.index));
@@ -332,13 +415,17 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
     }
     out->format_ = "safetensors";
     out->model_ = models::build_from_hf_config(config, tensors, build);
+    });
   } else {
     fail("no model weights among the files given (need a llama2.c .bin, a .gguf, or .safetensors + config.json)");
   }
 
   if (r.tokenizer_json)
-    out->tokenizer_ = load_hf_tokenizer(
-        std::string_view(reinterpret_cast<const char*>(r.tokenizer_json->bytes.data()), r.tokenizer_json->bytes.size()));
+    out->tokenizer_ = in_file(r.tokenizer_json->name, [&] {
+      return load_hf_tokenizer(
+          std::string_view(reinterpret_cast<const char*>(r.tokenizer_json->bytes.data()), r.tokenizer_json->bytes.size()),
+          out->model_->info().vocab_size);
+    });
   if (out->tokenizer_)
     AL_CHECK(out->tokenizer_->vocab_size() <= out->model_->info().vocab_size, "the tokenizer has ",
              out->tokenizer_->vocab_size(), " tokens but the model only ", out->model_->info().vocab_size);
@@ -357,8 +444,10 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
   }
   const nlohmann::json tc = read_config_files(r, out->tokenizer_config_);
   const generate::SpecialTokenFlags special = apply_config(r, out->tokenizer_config_, tc, out->tokenizer_.get());
-  set_prompt_format(out->model_->info().architecture, out->tokenizer_.get(), config, out->tokenizer_config_, special,
-                    out->prompt_);
+  in_file(r.config ? r.config->name : "the model's metadata", [&] {
+    set_prompt_format(out->model_->info().architecture, out->tokenizer_.get(), config, out->tokenizer_config_, special,
+                      out->prompt_);
+  });
   return out;
 }
 

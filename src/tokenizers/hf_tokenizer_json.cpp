@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json.h"
+#include "core/limits.h"
 #include "tokenizers/byte_level_bpe.h"
 #include "tokenizers/sentencepiece_bpe.h"
 #include "tokenizers/tokenizer.h"
@@ -23,7 +25,7 @@ using json = nlohmann::json;
 using tok::AddedToken;
 using tok::VocabSpec;
 
-constexpr int kMaxVocab = 1 << 24;  // far above any real vocabulary; guards against absurd ids
+constexpr int kMaxVocab = limits::kMaxVocab;  // far above any real vocabulary; guards against absurd ids
 const char* const kSpaceMarker = "\xE2\x96\x81";  // "▁"
 
 template <class... Parts>
@@ -60,7 +62,7 @@ bool bool_of(const json& obj, const char* key, const char* where, bool fallback)
 
 int id_of(const json& v, const std::string& what) {
   if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= kMaxVocab)
-    bad(what, " must be a token id (a non-negative integer below ", kMaxVocab, ")");
+    bad(what, " is ", json_brief(v), ": it must be a token id (a non-negative integer below ", kMaxVocab, ")");
   return int(v.get<int64_t>());
 }
 
@@ -230,7 +232,7 @@ VocabSpec read_common(const json& root, const json& model, const std::string& un
 
 void reject_bpe_options(const json& model) {
   if (const json* d = get(model, "dropout"); d && !(d->is_number() && d->get<double>() == 0.0))
-    bad("unsupported BPE option: dropout ", d->dump());
+    bad("unsupported BPE option: dropout ", json_brief(*d));
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (!string_of(model, key, "model", "").empty()) bad("unsupported BPE option: ", key);
   if (bool_of(model, "ignore_merges", "model", false)) bad("unsupported BPE option: ignore_merges");
@@ -265,7 +267,7 @@ tok::SpacePrefix sentencepiece_space_prefix(const json& root) {
                  string_of(n, "content", "Replace", "") == kSpaceMarker) {
         replace = true;
       } else {
-        bad("unsupported normalizer in a SentencePiece-style BPE: ", n.dump(), " (supported: Prepend \"▁\", "
+        bad("unsupported normalizer in a SentencePiece-style BPE: ", n.is_object() ? string_of(n, "type", "normalizer.normalizers[]", "?") : json_brief(n), " (supported: Prepend \"▁\", "
             "Replace \" \" -> \"▁\")");
       }
     }
@@ -345,16 +347,46 @@ std::unique_ptr<Tokenizer> build(const json& root) {
   bad("unsupported model type \"", type, "\" (supported: BPE, WordPiece)");
 }
 
+// The sizes a tokenizer.json asks for, checked before anything is built from it: ids below
+// max_vocab (the model's vocabulary: a larger id could never be fed to it), token texts and merge
+// counts within the engine's limits. One pass over the parsed values, no allocation.
+void check_sizes(const json& root, int max_vocab) {
+  if (!root.is_object()) return;  // build() says what is wrong
+  auto check_id = [&](const json& id, const auto& where) {
+    if (id.is_number_integer() && id.get<int64_t>() >= max_vocab && id.get<int64_t>() < kMaxVocab)
+      bad(where(), " is id ", id.get<int64_t>(), ", but the model has only ", max_vocab, " tokens");
+  };
+  const json* model = get(root, "model");
+  if (model && model->is_object()) {
+    if (const json* vocab = get(*model, "vocab"); vocab && vocab->is_object()) {
+      if (vocab->size() > size_t(kMaxVocab)) bad("model.vocab has ", vocab->size(), " entries (at most ", kMaxVocab, ")");
+      for (auto it = vocab->begin(); it != vocab->end(); ++it) {
+        if (it.key().size() > size_t(limits::kMaxTokenBytes))
+          bad("model.vocab has a ", it.key().size(), "-byte token (at most ", limits::kMaxTokenBytes, ")");
+        check_id(it.value(), [&] { return "model.vocab[\"" + brief_name(it.key()) + "\"]"; });
+      }
+    }
+    if (const json* merges = get(*model, "merges"); merges && merges->is_array() && merges->size() > size_t(limits::kMaxMerges))
+      bad("model.merges has ", merges->size(), " rules (at most ", limits::kMaxMerges, ")");
+  }
+  if (const json* added = get(root, "added_tokens"); added && added->is_array()) {
+    if (added->size() > size_t(kMaxVocab)) bad("added_tokens has ", added->size(), " entries (at most ", kMaxVocab, ")");
+    for (size_t i = 0; i < added->size(); ++i) {
+      const json& t = (*added)[i];
+      if (!t.is_object()) continue;
+      if (const json* id = get(t, "id")) check_id(*id, [&] { return "added_tokens[" + std::to_string(i) + "].id"; });
+      if (const json* c = get(t, "content"); c && c->is_string() && c->get_ref<const std::string&>().size() > size_t(limits::kMaxTokenBytes))
+        bad("added_tokens[", i, "].content has ", c->get_ref<const std::string&>().size(), " bytes (at most ", limits::kMaxTokenBytes, ")");
+    }
+  }
+}
+
 }  // namespace
 
-std::unique_ptr<Tokenizer> load_hf_tokenizer(std::string_view tokenizer_json) {
-  json root;
+std::unique_ptr<Tokenizer> load_hf_tokenizer(std::string_view tokenizer_json, int max_vocab) {
+  json root = parse_json(tokenizer_json.data(), tokenizer_json.data() + tokenizer_json.size(), "tokenizer.json");
   try {
-    root = json::parse(tokenizer_json.begin(), tokenizer_json.end());
-  } catch (const json::exception& e) {
-    bad("invalid JSON: ", e.what());
-  }
-  try {
+    check_sizes(root, std::min(max_vocab, kMaxVocab));
     return build(root);
   } catch (const json::exception& e) {  // a shape the checks above did not anticipate
     bad(e.what());

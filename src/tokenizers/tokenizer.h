@@ -79,7 +79,9 @@ std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(std::vector<std::string>
                                                         bool add_bos, bool add_space_prefix);
 
 // Hugging Face tokenizer.json: GPT-2 style byte-level BPE, BERT WordPiece, or the Llama BPE with
-// byte_fallback. Anything else throws attnlens::Error naming what is unsupported.
-std::unique_ptr<Tokenizer> load_hf_tokenizer(std::string_view tokenizer_json);
+// byte_fallback. Anything else throws attnlens::Error naming what is unsupported. Ids must be below
+// max_vocab (the model's vocabulary size, when the tokenizer comes with a model): checked before the
+// vocabulary is built, so a stray huge id costs nothing.
+std::unique_ptr<Tokenizer> load_hf_tokenizer(std::string_view tokenizer_json, int max_vocab = 1 << 30);
 
 }  // namespace attnlens

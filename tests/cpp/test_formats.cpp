@@ -606,10 +606,14 @@ TEST_CASE("gguf: corrupted header fields give precise errors", "[formats][gguf][
     s.override_counts = true;
     s.n_kv = s.kvs.size();
     s.n_tensors = uint64_t(1) << 62;
-    CHECK_THAT(gguf_error(s), StartsWith("x.gguf: header says 4611686018427387904 tensors, but only "));
+    CHECK(gguf_error(s) == "x.gguf: header says 4611686018427387904 tensors (at most 1048576)");
+    s.n_tensors = uint64_t(1) << 20;  // within the limit, but more than the bytes that follow can describe
+    CHECK_THAT(gguf_error(s), StartsWith("x.gguf: header says 1048576 tensors, but only "));
     s.n_tensors = s.tensors.size();
     s.n_kv = uint64_t(1) << 62;
-    CHECK_THAT(gguf_error(s), StartsWith("x.gguf: header says 4611686018427387904 metadata pairs, but only "));
+    CHECK(gguf_error(s) == "x.gguf: header says 4611686018427387904 metadata pairs (at most 65536)");
+    s.n_kv = uint64_t(1) << 16;
+    CHECK_THAT(gguf_error(s), StartsWith("x.gguf: header says 65536 metadata pairs, but only "));
     s.n_kv = ~uint64_t(0);
     CHECK_THAT(gguf_error(s), Contains("18446744073709551615 metadata pairs"));
     // One more pair than present: the reader runs into the tensor infos and fails there, not past the end.
@@ -631,9 +635,11 @@ TEST_CASE("gguf: corrupted header fields give precise errors", "[formats][gguf][
     CHECK_THAT(gguf_error(s), Contains("a string value in metadata key k.str at byte"));
     CHECK_THAT(gguf_error(s), Contains("claims 18446744073709551615 bytes"));
     s.kvs.back() = kv("k.arr", kArray, Buf().put<uint32_t>(kU32).put<uint64_t>(uint64_t(1) << 61));
-    CHECK_THAT(gguf_error(s), StartsWith("x.gguf: metadata key k.arr: array of 2305843009213693952 u32 needs at least 4 bytes each"));
-    s.kvs.back() = kv("k.arr", kArray, Buf().put<uint32_t>(kString).put<uint64_t>(uint64_t(1) << 60));
-    CHECK_THAT(gguf_error(s), Contains("array of 1152921504606846976 string needs at least 8 bytes each"));
+    CHECK(gguf_error(s) == "x.gguf: metadata key k.arr: an array of 2305843009213693952 values (at most 2097152)");
+    s.kvs.back() = kv("k.arr", kArray, Buf().put<uint32_t>(kU32).put<uint64_t>(uint64_t(1) << 21));
+    CHECK_THAT(gguf_error(s), StartsWith("x.gguf: metadata key k.arr: array of 2097152 u32 needs at least 4 bytes each"));
+    s.kvs.back() = kv("k.arr", kArray, Buf().put<uint32_t>(kString).put<uint64_t>(uint64_t(1) << 20));
+    CHECK_THAT(gguf_error(s), Contains("array of 1048576 string needs at least 8 bytes each"));
     s.kvs.back() = kv("k.arr", kArray, Buf().put<uint32_t>(77).put<uint64_t>(1));
     CHECK(gguf_error(s) == "x.gguf: metadata key k.arr: array has unknown element type 77");
     s.kvs.back() = kv("general.name", kString, Buf().str("a"));
@@ -871,7 +877,7 @@ TEST_CASE("safetensors: corrupted headers give precise errors", "[formats][safet
         "model.safetensors: tensor w has no \"data_offsets\" [begin, end] of two non-negative integers");
   CHECK(st_error(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[-8,0]}})", 8) ==
         "model.safetensors: tensor w has no \"data_offsets\" [begin, end] of two non-negative integers");
-  CHECK(st_error(R"({"w":[1,2]})", 0) == "model.safetensors: tensor w: header entry is [1,2], not an object");
+  CHECK(st_error(R"({"w":[1,2]})", 0) == "model.safetensors: tensor w: header entry is an array of 2 values, not an object");
   CHECK_THAT(st_error(R"({"w":)", 0), StartsWith("model.safetensors: the header is not valid JSON: "));
   CHECK(st_error(R"( {"w":1})", 0) == "model.safetensors: the 8-byte header does not start with '{'");
   // An empty header {} with no data is a valid empty file; __metadata__ is ignored.

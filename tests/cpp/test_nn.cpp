@@ -371,14 +371,65 @@ TEST_CASE("sinusoidal encodings: Marian's halves layout holds the same values as
 
 TEST_CASE("KV cache reports its size and refuses to overflow", "[nn]") {
   KVCache cache(6, 6, 48, 256);
-  CHECK(cache.bytes() == size_t(2) * 6 * 6 * 256 * 48 * 4);
+  CHECK(cache.bytes() == 0);  // nothing allocated before use
+  CHECK(cache.capacity_bytes() == uint64_t(2) * 6 * 6 * 256 * 48 * 4);
+  CHECK_THROWS_WITH(cache.advance(1), Catch::Contains("without reserve"));
+  cache.reserve(250);
+  CHECK(cache.bytes() == size_t(2) * 6 * 6 * 250 * 48 * 4);
   cache.advance(250);
   CHECK_THROWS_WITH(cache.advance(10),
                     Catch::Contains("context overflow") && Catch::Contains("250") && Catch::Contains("256"));
+  CHECK_THROWS_WITH(cache.reserve(10), Catch::Contains("context overflow"));
   CHECK(cache.length() == 250);  // nothing lost
+  cache.reserve(6);
   cache.advance(6);
+  CHECK(cache.bytes() == size_t(2) * 6 * 6 * 256 * 48 * 4);
   CHECK_THROWS_AS(cache.check_room(1), Error);
   CHECK_THROWS_AS(KVCache(0, 1, 1, 1), Error);
+}
+
+TEST_CASE("KV cache grows with use and keeps the rows it holds", "[nn]") {
+  KVCache cache(3, 2, 4, 1000);
+  const int kv = cache.kv_dim();
+  auto fill = [&](int pos) {
+    for (int l = 0; l < 3; ++l)
+      for (int i = 0; i < kv; ++i) {
+        cache.key(l, pos)[i] = float(l * 100000 + pos * 10 + i);
+        cache.value(l, pos)[i] = -float(l * 100000 + pos * 10 + i);
+      }
+  };
+  int grows = 0, last = 0;
+  for (int pos = 0; pos < 1000; ++pos) {
+    cache.reserve(1);
+    if (cache.allocated() != last) ++grows;
+    last = cache.allocated();
+    CHECK(cache.allocated() >= pos + 1);
+    fill(pos);
+    cache.advance(1);
+  }
+  CHECK(cache.allocated() == 1000);  // capped at the capacity
+  CHECK(grows <= 6);                  // 64, 128, 256, 512, 1000: doubling, not one position at a time
+  for (int l = 0; l < 3; ++l)
+    for (int pos = 0; pos < 1000; ++pos)
+      for (int i = 0; i < kv; ++i) {
+        REQUIRE(cache.key(l, pos)[i] == float(l * 100000 + pos * 10 + i));
+        REQUIRE(cache.value(l, pos)[i] == -float(l * 100000 + pos * 10 + i));
+      }
+}
+
+TEST_CASE("KV cache sizes are checked in 64 bits: a long context costs nothing until used", "[nn]") {
+  // 16 layers × 2^20 positions × 8 heads × 512 dims: 64 GiB at full capacity, which neither wasm32
+  // nor a 32-bit size_t can hold. Creating it allocates nothing; growing past what one buffer may
+  // take is an error naming the KV cache, not a wrapped size.
+  KVCache big(16, 8, 512, 1 << 20);
+  CHECK(big.bytes() == 0);
+  CHECK(big.capacity_bytes() == uint64_t(2) * 16 * (1 << 20) * 8 * 512 * 4);
+  big.reserve(10);
+  CHECK(big.bytes() == size_t(2) * 16 * 64 * 8 * 512 * 4);
+  CHECK_THROWS_WITH(big.reserve(1 << 19), Catch::Contains("KV cache") && Catch::Contains("bytes"));
+  CHECK(big.allocated() == 64);  // unchanged by the failed reserve
+  CHECK_THROWS_WITH(KVCache(4, 1 << 16, 1 << 16, 8), Catch::Contains("KV cache row"));
+  CHECK_THROWS_WITH(KVCache(4, 1, 64, (1 << 20) + 1), Catch::Contains("limits"));
 }
 
 TEST_CASE("attention recorder: selection and slots", "[nn]") {

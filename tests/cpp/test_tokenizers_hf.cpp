@@ -129,10 +129,10 @@ TEST_CASE("malformed tokenizer.json throws attnlens::Error", "[hf][errors]") {
     CHECK_THROWS_AS(attnlens::load_hf_tokenizer(text), Error);
     CHECK_THROWS_WITH(attnlens::load_hf_tokenizer(text), Catch::Contains("tokenizer.json") && Catch::Contains(part));
   };
-  throws("", "invalid JSON");
-  throws("{", "invalid JSON");
-  throws("{\"model\": {\"type\": \"BPE\"", "invalid JSON");
-  throws("{\"model\": \"\xFF\"}", "invalid JSON");  // ill-formed UTF-8 inside a string
+  throws("", "not valid JSON");
+  throws("{", "not valid JSON");
+  throws("{\"model\": {\"type\": \"BPE\"", "not valid JSON");
+  throws("{\"model\": \"\xFF\"}", "not valid JSON");  // ill-formed UTF-8 inside a string
   throws("[1, 2]", "top level");
   throws("{}", "model is missing");
   throws("{\"model\": 3}", "must be an object");

@@ -11,6 +11,18 @@ export class FetchError extends Error {
 }
 
 /**
+ * The engine's WebAssembly instance failed in a way that leaves its memory untrustworthy (a trap,
+ * a stack overflow) and was discarded; the models loaded in it are lost and must be loaded again
+ * (the next load starts a fresh instance). `cause` is what the instance threw.
+ */
+export class EngineLostError extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = 'EngineLostError';
+  }
+}
+
+/**
  * What an aborted call throws: the signal's reason (as fetch() and signal.throwIfAborted() do), or
  * an AbortError DOMException when there is none.
  */

@@ -71,6 +71,17 @@ export class FetchError extends Error {
   readonly status: number;
 }
 
+/**
+ * The engine's WebAssembly instance failed in a way that leaves its memory untrustworthy (a trap, a
+ * stack overflow inside wasm) and was discarded. The call that failed rejects with it; every model
+ * and tokenizer loaded in that instance is lost (their calls reject with it too) and must be loaded
+ * again; the next load starts a fresh instance.
+ */
+export class EngineLostError extends Error {
+  constructor(message: string, options?: { cause?: unknown });
+  readonly name: 'EngineLostError';
+}
+
 /** Loads a model in this thread. */
 export function loadModel(source: ModelSource, options?: LoadOptions & { worker?: false }): Promise<Model>;
 /** Loads a model in a worker: the same API, every method async, the model never runs in this thread. */
@@ -133,9 +144,9 @@ export interface ModelInfo {
   fileBytes: number;
   /** Bytes the model owns beside its files: converted weight copies (f16/bf16 widened, transposed, quantized at load) and tables. */
   ownedBytes: number;
-  /** This model's KV cache, as allocated at load. */
+  /** This model's KV cache with its context full (it is allocated as positions fill: memory() has what it holds now). */
   kvCacheBytes: number;
-  /** Everything the model held once loaded: files, owned copies and tables, KV cache and scratch (memory() has the live figures). */
+  /** What the model takes with its context full: files + owned copies and tables + kvCacheBytes (scratch aside; memory() has the live figures). */
   memoryBytes: number;
   files: Array<{ name: string; bytes: number }>;
   tokenizer: TokenizerInfo | null;

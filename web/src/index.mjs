@@ -6,12 +6,13 @@
 //
 // See README.md for the whole API and how attention arrays are laid out.
 import { Model, loadModelHere } from './model.mjs';
+import { EngineLostError } from './errors.mjs';
 import { checkSource, resolveSource, FetchError } from './sources.mjs';
 import { Tokenizer } from './tokenizer.mjs';
 import { getModule } from './wasm.mjs';
 
 export { Attentions } from './attentions.mjs';
-export { FetchError, Model, Tokenizer };
+export { EngineLostError, FetchError, Model, Tokenizer };
 
 function checkLoadOptions(o) {
   if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new TypeError('loadModel: options must be an object');

@@ -4,7 +4,7 @@ import { Attentions } from './attentions.mjs';
 import { describeModel, renderChat } from './chat.mjs';
 import { throwIfAborted } from './errors.mjs';
 import { resolveSource } from './sources.mjs';
-import { getModule } from './wasm.mjs';
+import { getModule, instanceLost, onEngineLost, trackOwner } from './wasm.mjs';
 import * as check from './validate.mjs';
 
 // Yields to the event loop without the ≥ 4 ms clamp of nested setTimeout(0): abort signals and UI
@@ -36,12 +36,15 @@ export class Model {
   #queue = Promise.resolve();
   #disposed = false;
   #running = null;  // the generation in progress: { final } (dispose() fills in `final`)
+  #lost = null;     // the EngineLostError, once the engine instance holding this model was discarded
+  #untrack;
 
   /** @internal use loadModel() */
   constructor(module, handle, session) {
     this.#m = module;
     this.#handle = handle;
     this.#session = session;
+    this.#untrack = trackOwner(module, this);
     /** The model card: architecture, sizes, memory (built by bindings/model.cpp). */
     this.info = Object.freeze(handle.info(session));
     this.promptFormat = Object.freeze(handle.promptFormat());
@@ -59,12 +62,20 @@ export class Model {
       session = handle.newSession(contextLength);
       return new Model(m, handle, session);
     } catch (e) {
-      session?.delete();
-      handle?.delete();
+      if (!instanceLost(m)) {
+        session?.delete();
+        handle?.delete();
+      }
       throw e;
     } finally {
-      set.delete();
+      if (!instanceLost(m)) set.delete();
     }
+  }
+
+  /** @internal The engine instance holding this model failed and was discarded (wasm.mjs). */
+  [onEngineLost](error) {
+    this.#lost = error;
+    this.#m = this.#handle = this.#session = null;  // the old instance's memory can be collected
   }
 
   get disposed() {
@@ -73,6 +84,7 @@ export class Model {
 
   #alive() {
     if (this.#disposed) throw new Error('this model has been disposed');
+    if (this.#lost) throw new this.#lost.constructor(this.#lost.message, { cause: this.#lost.cause });
   }
 
   // Calls into the engine run one at a time, in order; a stream holds the model until it ends.
@@ -235,7 +247,7 @@ export class Model {
         out.attentions = att ? readAttention(s) : null;
         return out;
       } finally {
-        s.setAttention(false, [], []);
+        if (!this.#lost) s.setAttention(false, [], []);
       }
     });
   }
@@ -340,7 +352,7 @@ export class Model {
       return s.result();
     } finally {
       if (this.#running === run) this.#running = null;
-      if (!this.#disposed) {
+      if (!this.#disposed && !this.#lost) {
         if (!finished) s.abort();  // the consumer left the loop (or an error): stop the generation
         s.setAttention(false, [], []);
       }
@@ -363,6 +375,11 @@ export class Model {
    */
   async dispose() {
     if (this.#disposed) return;
+    if (this.#lost) {  // nothing left to free: its instance is gone
+      this.#disposed = true;
+      return;
+    }
+    this.#untrack();
     const run = this.#running;
     if (run) {
       this.#session.abort();

@@ -2,16 +2,19 @@
 // tokenizer_config.json, special_tokens_map.json, chat_template.jinja), or a GGUF file's embedded
 // tokenizer.
 import { renderChat } from './chat.mjs';
-import { getModule } from './wasm.mjs';
+import { getModule, instanceLost, onEngineLost, trackOwner } from './wasm.mjs';
 import * as check from './validate.mjs';
 
 export class Tokenizer {
   #t;
   #disposed = false;
+  #lost = null;
+  #untrack;
 
   /** @internal use loadTokenizer() */
-  constructor(handle) {
+  constructor(module, handle) {
     this.#t = handle;
+    this.#untrack = trackOwner(module, this);
     this.kind = handle.kind();
     this.vocabSize = handle.vocabSize();
     /** Special tokens, add_bos/add_eos, model_max_length, chat template names (as model.info.tokenizer). */
@@ -25,14 +28,21 @@ export class Tokenizer {
     const set = new m.FileSet();
     try {
       for (const f of files) set.add(f.name, f.bytes.length).set(f.bytes);
-      return new Tokenizer(new m.Tokenizer(set, vocabSize));
+      return new Tokenizer(m, new m.Tokenizer(set, vocabSize));
     } finally {
-      set.delete();
+      if (!instanceLost(m)) set.delete();
     }
+  }
+
+  /** @internal The engine instance holding this tokenizer failed and was discarded (wasm.mjs). */
+  [onEngineLost](error) {
+    this.#lost = error;
+    this.#t = null;
   }
 
   #alive() {
     if (this.#disposed) throw new Error('this tokenizer has been disposed');
+    if (this.#lost) throw new this.#lost.constructor(this.#lost.message, { cause: this.#lost.cause });
   }
 
   /** Text → { ids, pieces } (with the special tokens the model family adds, unless told not to). */
@@ -72,7 +82,10 @@ export class Tokenizer {
   }
 
   dispose() {
-    if (!this.#disposed) this.#t.delete();
+    if (!this.#disposed && !this.#lost) {
+      this.#untrack();
+      this.#t.delete();
+    }
     this.#disposed = true;
   }
 }

@@ -10,7 +10,7 @@
 // serves attnlens/worker (web/src/worker.mjs); that worker is then yours to terminate.
 import { Attentions } from './attentions.mjs';
 import { isNode, nodeImport } from './env.mjs';
-import { FetchError, abortError, throwIfAborted } from './errors.mjs';
+import { EngineLostError, FetchError, abortError, throwIfAborted } from './errors.mjs';
 import { checkSource } from './sources.mjs';
 import * as check from './validate.mjs';
 
@@ -41,6 +41,8 @@ function reviveError(e) {
   if (e.name === 'FetchError') {
     err = new FetchError(e.url, e.status, '');
     err.message = e.message;
+  } else if (e.name === 'EngineLostError') {
+    err = new EngineLostError(e.message);
   } else if (e.name === 'AbortError' && typeof DOMException !== 'undefined') {
     err = new DOMException(e.message, 'AbortError');
   } else {
