@@ -122,10 +122,14 @@ class SessionHandle {
   void reset();
 
   // Generation, one token per step() so JS can yield and abort between tokens. options: {maxNewTokens,
-  // temperature, topK, topP, repetitionPenalty, seed, stop} (web/src/validate.mjs generateOptions).
+  // temperature, topK, topP, repetitionPenalty, seed, stop} (web/src/validate.mjs generateOptions) and
+  // prefillChunk (tokens per prefill step; 0 = the whole prompt).
   void start(const val& prompt_ids, const val& options);
-  val step();   // {token, position, piece, text, done} or null when finished
+  val step();   // {token, position, piece, text, done} or null when finished; token -1: a prefill step
   void abort();
+  // flag: an Int32Array on a SharedArrayBuffer that another thread sets to 1 to stop the pass that
+  // runs (checked between layers: Session::should_stop), or null.
+  void set_stop_flag(const val& flag);
   // The GenerateResult so far: {text, tokens, pieces, source, promptTokens, finishReason, seed,
   // timings: {prefillMs, decodeMs, decodedTokens, tokensPerSecond}}.
   val result() const;

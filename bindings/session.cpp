@@ -101,6 +101,9 @@ void SessionHandle::start(const val& prompt_ids, const val& options) {
              "seed must be an integer from 0 to 2^53 - 1, got ", seed);
     o.sampling.seed = uint64_t(seed);
     o.stop = strings_field(options, "stop");
+    const double chunk = number_field(options, "prefillChunk", 0);
+    AL_CHECK(chunk >= 0 && chunk <= (1 << 30) && chunk == double(int(chunk)), "prefillChunk must be a non-negative integer, got ", chunk);
+    o.prefill_chunk = int(chunk);
     gen_.reset();
     if (s_->recorder) recorder_.clear();
     seed_ = o.sampling.seed;
@@ -116,12 +119,25 @@ val SessionHandle::step() {
     generate::TokenEvent ev;
     if (!gen_->step(ev)) return val::null();
     val o = val::object();
-    o.set("token", ev.token);
+    o.set("token", ev.token);  // -1: a prefill step (position = prompt tokens fed so far)
     o.set("position", ev.position);
-    o.set("piece", m_->require_tokenizer().piece(ev.token));
+    if (ev.token >= 0) o.set("piece", m_->require_tokenizer().piece(ev.token));
     o.set("text", ev.text);
     o.set("done", gen_->done());
     return o;
+  });
+}
+
+void SessionHandle::set_stop_flag(const val& flag) {
+  guarded([&] {
+    if (flag.isNull() || flag.isUndefined()) {
+      s_->should_stop = nullptr;
+      return 0;
+    }
+    AL_CHECK(flag.instanceof(val::global("Int32Array")), "the stop flag must be an Int32Array");
+    // Another thread sets flag[0] (a SharedArrayBuffer); read it between layers.
+    s_->should_stop = [flag, atomics = val::global("Atomics")] { return atomics.call<int>("load", flag, 0) != 0; };
+    return 0;
   });
 }
 
@@ -146,6 +162,7 @@ val SessionHandle::result() const {
     o.set("seed", double(seed_));
     val timings = val::object();
     timings.set("prefillMs", r.prefill_ms);
+    timings.set("prefilledTokens", r.prefilled);
     timings.set("decodeMs", r.decode_ms);
     timings.set("decodedTokens", r.decoded);
     timings.set("tokensPerSecond", r.decode_ms > 0 ? r.decoded * 1000.0 / r.decode_ms : 0.0);
@@ -182,6 +199,7 @@ EMSCRIPTEN_BINDINGS(attnlens_session) {
       .function("start", &SessionHandle::start)
       .function("step", &SessionHandle::step)
       .function("abort", &SessionHandle::abort)
+      .function("setStopFlag", &SessionHandle::set_stop_flag)
       .function("result", &SessionHandle::result);
 }
 

@@ -15,6 +15,13 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A computation stopped because its caller asked it to (Session::should_stop): not a failure of the
+// input. Generation turns it into finish_reason "aborted".
+class Cancelled : public Error {
+ public:
+  Cancelled() : Error("cancelled") {}
+};
+
 namespace detail {
 // Message pieces are appended with to_string / %g rather than through an ostringstream: iostreams
 // would add ~170 KB to the WebAssembly module.

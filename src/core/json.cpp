@@ -54,7 +54,7 @@ std::string json_brief(const nlohmann::json& v) {
     case nlohmann::json::value_t::boolean: return v.get<bool>() ? "true" : "false";
     case nlohmann::json::value_t::number_integer: return std::to_string(v.get<int64_t>());
     case nlohmann::json::value_t::number_unsigned: return std::to_string(v.get<uint64_t>());
-    case nlohmann::json::value_t::number_float: return str(v.get<double>());
+    case nlohmann::json::value_t::number_float: return v.dump();  // a scalar: no recursion, JSON's spelling
     case nlohmann::json::value_t::string: {
       const std::string& s = v.get_ref<const std::string&>();
       if (s.size() <= kMax) return "\"" + s + "\"";

@@ -101,26 +101,38 @@ Generation::Generation(const models::Model& model, const Tokenizer& tok, const P
                        models::Session& session, const std::vector<int>& prompt, const GenerateOptions& o)
     : model_(model), tok_(tok), f_(f), session_(session), o_(o), sampler_(o.sampling) {
   AL_CHECK(o.max_new_tokens >= 0, "max_new_tokens must be ≥ 0, got ", o.max_new_tokens);
+  AL_CHECK(o.prefill_chunk >= 0, "prefill_chunk must be ≥ 0, got ", o.prefill_chunk);
   AL_CHECK(!prompt.empty(), "the prompt is empty: it encodes to no tokens");
   session_.reset();
-  // Prefill: the whole prompt in one pass (encoder–decoder: the encoder, then the start token).
-  const double t0 = now_ms();
   if (model.kind() == models::ModelKind::EncoderDecoder) {
     AL_CHECK(f.decoder_start_token >= 0, "encoder-decoder generation needs a decoder start token");
     r_.source = prompt;
-    model.encode(session_, prompt.data(), int(prompt.size()));
     r_.tokens = {f.decoder_start_token};
   } else {
     AL_CHECK(int(prompt.size()) <= session_.cache.capacity(), "the prompt has ", prompt.size(),
              " tokens, more than the context length of ", session_.cache.capacity());
     r_.tokens = prompt;
   }
-  logits_ = model.decode(session_, r_.tokens.data(), int(r_.tokens.size()));
-  r_.prefill_ms = now_ms() - t0;
   r_.prompt_tokens = int(r_.tokens.size());
   text_ = std::make_unique<TextStream>(tok, r_.tokens.back());
   decode_start_ = now_ms();
-  if (o_.max_new_tokens == 0) finish("length");
+}
+
+// Prefill (encoder–decoder: the encoder, then the start token): the prompt in one pass, or its next
+// chunk. A chunk never leaves a single token for the last one (a one-row pass takes another kernel
+// path): the remainder joins the chunk before it.
+bool Generation::prefill_some() {
+  const double t0 = now_ms();
+  const int n = int(r_.tokens.size());
+  if (!r_.source.empty() && fed_ == 0 && session_.memory_length == 0)
+    model_.encode(session_, r_.source.data(), int(r_.source.size()));
+  int take = n - fed_;
+  if (o_.prefill_chunk > 0 && r_.source.empty() && take > o_.prefill_chunk + 1) take = o_.prefill_chunk;
+  logits_ = model_.decode(session_, r_.tokens.data() + fed_, take);
+  fed_ += take;
+  r_.prefilled = fed_;
+  r_.prefill_ms += now_ms() - t0;
+  return fed_ == n;
 }
 
 Generation::~Generation() = default;
@@ -130,7 +142,7 @@ void Generation::finish(const std::string& reason) {
   done_ = true;
   r_.finish_reason = reason;
   if (reason != "stop") r_.text = text_->text() + text_->flush();
-  r_.decode_ms = now_ms() - decode_start_;
+  r_.decode_ms = prefilled_ ? now_ms() - decode_start_ : 0;
 }
 
 void Generation::abort() { finish("aborted"); }
@@ -138,13 +150,27 @@ void Generation::abort() { finish("aborted"); }
 const GenerateResult& Generation::result() {
   if (!done_) {
     r_.text = text_->text();
-    r_.decode_ms = now_ms() - decode_start_;
+    r_.decode_ms = prefilled_ ? now_ms() - decode_start_ : 0;
   }
   return r_;
 }
 
 bool Generation::step(TokenEvent& ev) {
   if (done_) return false;
+  if (!prefilled_) {  // a prefill step: the next chunk of the prompt (or all of it); no token yet
+    try {
+      prefilled_ = prefill_some();
+    } catch (const Cancelled&) {
+      finish("aborted");
+      return false;
+    }
+    ev = TokenEvent{-1, fed_, ""};
+    if (prefilled_) {
+      decode_start_ = now_ms();
+      if (o_.max_new_tokens == 0) finish("length");
+    }
+    return true;
+  }
   const int next = sampler_.sample(logits_, model_.info().vocab_size, r_.tokens);
   r_.tokens.push_back(next);
   ++steps_;
@@ -173,7 +199,12 @@ bool Generation::step(TokenEvent& ev) {
     finish("context");
     return true;
   }
-  logits_ = model_.decode(session_, &next, 1);
+  try {
+    logits_ = model_.decode(session_, &next, 1);
+  } catch (const Cancelled&) {
+    finish("aborted");  // this step's token stands; the pass that would follow it was stopped
+    return true;
+  }
   ++r_.decoded;
   return true;
 }
@@ -190,7 +221,7 @@ GenerateResult generate_from_tokens(const models::Model& model, const Tokenizer&
   Generation g(model, tok, f, session, prompt, o);
   TokenEvent ev;
   while (g.step(ev))
-    if (on_token && !on_token(ev)) g.abort();
+    if (ev.token >= 0 && on_token && !on_token(ev)) g.abort();
   return g.result();
 }
 

@@ -46,11 +46,14 @@ struct GenerateOptions {
   SamplingOptions sampling;
   int max_new_tokens = 128;
   std::vector<std::string> stop;  // stop strings: generation ends when the text contains one (cut there)
+  // Prefill a decoder-only prompt this many tokens per step() (0 = the whole prompt in one pass), so
+  // that a caller stepping the generation can yield, and abort, between chunks of a long prompt.
+  int prefill_chunk = 0;
 };
 
 struct TokenEvent {
-  int token;         // the token just chosen
-  int position;      // its position in the decoder sequence
+  int token;         // the token just chosen; -1 for a prefill step that chose none yet
+  int position;      // its position in the decoder sequence (prefill steps: the prompt tokens fed so far)
   std::string text;  // text newly completed by it (may be empty mid UTF-8 character)
 };
 
@@ -61,6 +64,7 @@ struct GenerateResult {
   std::string text;            // the generated text (without the prompt)
   std::string finish_reason;   // "eos", "stop", "length", "context", "aborted"
   double prefill_ms = 0;       // the prompt's forward pass (and the encoder's)
+  int prefilled = 0;           // prompt tokens the prefill fed (fewer than prompt_tokens when aborted)
   double decode_ms = 0;        // every later forward pass
   int decoded = 0;             // forward passes after the prefill
 };
@@ -73,7 +77,10 @@ using TokenCallback = std::function<bool(const TokenEvent&)>;
 std::vector<int> encode_prompt(const Tokenizer& tok, const PromptFormat& f, const std::string& text);
 
 // One generation, advanced a token at a time by the caller (the JS bindings yield to the event loop
-// between steps, so an AbortSignal stops it within one token). Construction runs the prefill.
+// between steps, so an AbortSignal stops it within one token). The first step()s run the prefill —
+// the whole prompt in one step, or one chunk of prefill_chunk tokens per step — and return events
+// with token -1 (the session's recorder then holds that pass's attention); the next step samples
+// the first token. A session whose should_stop fires during a pass ends the generation ("aborted").
 class TextStream;
 
 class Generation {
@@ -82,7 +89,8 @@ class Generation {
              const std::vector<int>& prompt, const GenerateOptions& o);
   ~Generation();
   // Samples the next token, then feeds it (so the following step's logits are ready). Returns
-  // false once finished (the event is then not filled in).
+  // false once finished (the event is then not filled in). A prefill step feeds the prompt (or its
+  // next chunk) and returns an event with token -1.
   bool step(TokenEvent& ev);
   void abort();  // finish now with reason "aborted"
   bool done() const { return done_; }
@@ -91,6 +99,7 @@ class Generation {
 
  private:
   void finish(const std::string& reason);
+  bool prefill_some();  // feeds the next chunk of the prompt; true once the whole prompt is in
   const models::Model& model_;
   const Tokenizer& tok_;
   const PromptFormat& f_;
@@ -101,6 +110,8 @@ class Generation {
   GenerateResult r_;
   const float* logits_ = nullptr;
   int steps_ = 0;
+  int fed_ = 0;  // prompt (decoder) tokens prefilled so far
+  bool prefilled_ = false;
   bool done_ = false;
   double decode_start_ = 0;
 };

@@ -60,6 +60,7 @@ class Bert : public Model {
     }
     nn::norm(w_.embed_norm, x, n, x);
     for (int l = 0; l < int(w_.layers.size()); ++l) {
+      poll(s);  // abort() reaches a running pass between layers
       float* weights = nullptr;
       const unsigned char* heads = nullptr;
       if (s.recorder) {

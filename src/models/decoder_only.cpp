@@ -81,6 +81,7 @@ const float* DecoderOnlyTransformer::decode(Session& s, const int* tokens, int n
 
   const bool long_context = w_.long_context > 0 && s.cache.capacity() > w_.long_context;
   for (int l = 0; l < int(w_.layers.size()); ++l) {
+    poll(s);  // abort() reaches a running pass between layers
     nn::AttentionCapture capture;
     if (s.recorder) {
       capture.weights = s.recorder->slot(nn::AttentionKind::Self, l, info_.n_heads, n, pos0 + n, pos0);

@@ -9,10 +9,12 @@
 // sessions can run on one model.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "nn/arena.h"
 #include "nn/kv_cache.h"
 #include "nn/multi_head_attention.h"
@@ -75,6 +77,10 @@ class Session {
   int memory_length = 0;                // source tokens encoded
   nn::Arena arena;
   nn::AttentionRecorder* recorder = nullptr;  // set to receive attention weights; null = none
+  // Polled by every forward pass before each layer: when it returns true the pass stops by throwing
+  // attnlens::Cancelled, and the session keeps the positions it had before the pass (bindings/session.cpp
+  // wires abort() to it). Empty = never.
+  std::function<bool()> should_stop;
   std::vector<float> logits;                  // the last decode()'s output
   std::vector<float> hidden;                  // the last encode()'s output [n, d_model]
 };
@@ -108,6 +114,10 @@ class Model {
   void check_tokens(const int* tokens, int n, const char* what) const;
   // Floats of `rows` rows of logits (rows × vocab), checked in 64 bits.
   size_t logits_size(int rows) const;
+  // Throws attnlens::Cancelled when the session's should_stop says so: call before each layer.
+  static void poll(const Session& s) {
+    if (s.should_stop && s.should_stop()) throw attnlens::Cancelled();
+  }
 };
 
 }  // namespace attnlens::models

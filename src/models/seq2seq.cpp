@@ -49,6 +49,7 @@ class Seq2Seq : public Model {
     float* x = s.hidden.data();
     embed(tokens, n, 0, x);
     for (int l = 0; l < int(w_.encoder.size()); ++l) {
+      poll(s);  // abort() reaches a running pass between layers
       auto [weights, heads] = slot(s, nn::AttentionKind::Encoder, l, n, n, 0);
       nn::encoder_layer(w_.encoder[l], x, nn::Pass{n, 0, nullptr, l}, {}, {weights, heads}, s.arena);
     }
@@ -69,6 +70,7 @@ class Seq2Seq : public Model {
     float* y = s.arena.alloc(size_t(n) * d);
     embed(tokens, n, pos0, y);
     for (int l = 0; l < int(w_.decoder.size()); ++l) {
+      poll(s);  // abort() reaches a running pass between layers
       auto [self_w, heads] = slot(s, nn::AttentionKind::Self, l, n, pos0 + n, pos0);
       float* cross_w = s.recorder ? s.recorder->slot(nn::AttentionKind::Cross, l, info_.n_heads, n, s.memory_length, pos0)
                                   : nullptr;

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { loadModel } from '../../web/src/index.mjs';
 import { noSmall, reportSkips, small } from './fixtures/models.mjs';
 import { serve } from './fixtures/server.mjs';
+import { llamaGguf } from './fixtures/synth.mjs';
 
 reportSkips(noSmall);
 console.log(`model: ${small.name}`);
@@ -30,14 +31,20 @@ describe('generation', { skip: noSmall }, () => {
 
   test('abort from a timer: generation of many tokens stops promptly', async () => {
     const controller = new AbortController();
-    const t0 = performance.now();
-    setTimeout(() => controller.abort(), 30);
-    const r = await model.generate(small.prompt, { maxNewTokens: 100000, temperature: 1, seed: 3, signal: controller.signal });
-    const ms = performance.now() - t0;
-    // Both small models fill their context (512 / 256 positions) in well under a second; stop earlier.
-    assert.ok(r.finishReason === 'aborted', r.finishReason);
-    assert.ok(ms < 1000, `${ms} ms`);
-    assert.ok(r.tokens.length > r.promptTokens);
+    let timer = null;
+    let after = -1;  // tokens seen after abort() was called
+    const r = await model.generate(small.prompt, {
+      maxNewTokens: 100000, temperature: 1, seed: 3, signal: controller.signal,
+      onToken: () => {
+        if (controller.signal.aborted) after++;
+        timer ??= setTimeout(() => { controller.abort(); after = 0; }, 5);  // a timer, started at the first token
+      },
+    });
+    // The timer fires between two tokens (generation yields to the event loop after each), and no
+    // token follows it; how long that takes is for bench/, not this test.
+    assert.equal(r.finishReason, 'aborted');
+    assert.equal(after, 0);
+    assert.ok(r.tokens.length > r.promptTokens && r.tokens.length < model.info.contextLength, `${r.tokens.length} tokens`);
     // The model is free again.
     const two = await model.generate(small.prompt, { maxNewTokens: 2, temperature: 0 });
     assert.equal(two.tokens.length, two.promptTokens + 2);
@@ -84,4 +91,54 @@ test('abort a download: rejects promptly with the reason; nothing is left loaded
   } finally {
     await server.close();
   }
+});
+
+// A prompt of 1000 tokens: 16 prefill chunks of 64 (web/src/model.mjs PREFILL_CHUNK).
+describe('abort during a long prefill', () => {
+  const files = () => llamaGguf({ context: 2048 });
+  const prompt = Array.from({ length: 1000 }, (_, i) => 3 + (i * 7) % 29);
+
+  test('in this thread: the prefill stops at the next chunk', async () => {
+    const model = await loadModel(files());
+    try {
+      const full = await model.generate(prompt, { maxNewTokens: 2, temperature: 0 });
+      assert.equal(full.timings.prefilledTokens, 1000);
+      const c = new AbortController();
+      const stream = model.stream(prompt, { signal: c.signal, maxNewTokens: 5 });
+      const it = stream[Symbol.asyncIterator]();
+      const next = it.next();
+      setImmediate(() => c.abort());  // runs after the first chunk, before the second
+      assert.equal((await next).done, true);
+      assert.equal(stream.result.finishReason, 'aborted');
+      assert.equal(stream.result.timings.prefilledTokens, 64);
+      assert.equal(stream.result.tokens.length, 1000);  // no token generated
+      // the model is free and whole afterwards
+      assert.deepEqual((await model.generate(prompt, { maxNewTokens: 2, temperature: 0 })).tokens, full.tokens);
+    } finally {
+      await model.dispose();
+    }
+  });
+
+  test('in a worker: abort() stops the running pass between layers (shared memory)', async () => {
+    const model = await loadModel(files(), { worker: true });
+    try {
+      const full = await model.generate(prompt, { maxNewTokens: 2, temperature: 0 });
+      const c = new AbortController();
+      const stream = model.stream(prompt, { signal: c.signal, maxNewTokens: 5 });
+      const it = stream[Symbol.asyncIterator]();
+      const next = it.next();
+      c.abort();  // the worker sees the flag at its first layer: not even one chunk completes
+      assert.equal((await next).done, true);
+      assert.equal(stream.result.finishReason, 'aborted');
+      assert.equal(stream.result.timings.prefilledTokens, 0);
+      assert.deepEqual((await model.generate(prompt, { maxNewTokens: 2, temperature: 0 })).tokens, full.tokens);
+      // dispose() during a prefill stops it too
+      const again = model.stream(prompt, { maxNewTokens: 5 })[Symbol.asyncIterator]();
+      const pending = again.next();
+      await model.dispose();
+      assert.equal((await pending).done, true);
+    } finally {
+      await model.dispose();
+    }
+  });
 });

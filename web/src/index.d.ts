@@ -311,7 +311,8 @@ export interface GenerateResult {
   promptTokens: number;
   finishReason: FinishReason;
   seed: number;
-  timings: { prefillMs: number; decodeMs: number; decodedTokens: number; tokensPerSecond: number };
+  /** prefilledTokens: prompt tokens the prefill fed (fewer than promptTokens when aborted during the prefill). */
+  timings: { prefillMs: number; prefilledTokens: number; decodeMs: number; decodedTokens: number; tokensPerSecond: number };
 }
 
 export interface StreamStep {

@@ -5,6 +5,12 @@ import { describeModel, renderChat } from './chat.mjs';
 import { throwIfAborted } from './errors.mjs';
 import { resolveSource } from './sources.mjs';
 import { getModule, instanceLost, onEngineLost, trackOwner } from './wasm.mjs';
+
+/**
+ * @internal A stream() option only the worker passes: an Int32Array on a SharedArrayBuffer that the
+ * client thread sets to 1 on abort(); the engine reads it between layers, so a running pass stops.
+ */
+export const STOP_FLAG = Symbol('attnlens.stopFlag');
 import * as check from './validate.mjs';
 
 // Yields to the event loop without the ≥ 4 ms clamp of nested setTimeout(0): abort signals and UI
@@ -19,6 +25,35 @@ const yieldToEventLoop = (() => {
   }
   return () => new Promise((r) => setTimeout(r, 0));
 })();
+
+// Tokens per prefill step of a generation: a long prompt is fed in chunks with a turn of the event
+// loop between them, so that an AbortSignal (or a worker's abort message) is seen during the prefill.
+// (In a worker with shared memory, abort() also stops the pass that runs, between two layers.)
+export const PREFILL_CHUNK = 64;
+
+// The attention of a prompt prefilled in chunks, as one pass over it records it: per (kind, layer),
+// the chunks' query rows stacked ([head][query][key]), each row zero past the keys its chunk saw.
+function stackChunks(chunks) {
+  if (chunks.length === 1) return chunks[0];
+  const last = chunks[chunks.length - 1];
+  return new Attentions(last.records.map((r) => {
+    const parts = chunks.map((c) => c.records.find((x) => x.kind === r.kind && x.layer === r.layer)).filter(Boolean);
+    if (r.kind !== 'self' || parts.length === 1) return r;
+    const queries = parts.reduce((a, p) => a + p.queries, 0);
+    const data = new Float32Array(r.heads * queries * r.keys);
+    for (let h = 0; h < r.heads; h++) {
+      let q0 = 0;
+      for (const p of parts) {
+        for (let q = 0; q < p.queries; q++) {
+          const from = (h * p.queries + q) * p.keys;
+          data.set(p.data.subarray(from, from + p.keys), (h * queries + q0 + q) * r.keys);
+        }
+        q0 += p.queries;
+      }
+    }
+    return { ...r, queries, queryStart: parts[0].queryStart, data };
+  }));
+}
 
 // The recorded attention, copied out of wasm memory. Views into that memory are detached when the
 // heap grows, and building the record list allocates a little: should a view come back detached
@@ -283,7 +318,7 @@ export class Model {
     // tokenized without adding special tokens, as encodeChat() does.
     const chatText = opts.chat ? renderChat(this.#chatModel(), prompt, opts.chat) : null;
     const promptIds = typeof prompt === 'string' || opts.chat ? null : check.tokenIds(prompt, 'prompt', this.info.vocabSize);
-    return { opts, att, promptIds, chatText, signal: options.signal };
+    return { opts, att, promptIds, chatText, signal: options.signal, stopFlag: options[STOP_FLAG] };
   }
 
   /**
@@ -313,7 +348,7 @@ export class Model {
   }
 
   // The generation loop: yields the steps, returns the result. The caller holds the model.
-  async *#steps({ opts, att, promptIds, chatText, signal }) {
+  async *#steps({ opts, att, promptIds, chatText, signal, stopFlag }) {
     const s = this.#session;
     const h = this.#handle;
     throwIfAborted(signal);
@@ -322,20 +357,27 @@ export class Model {
     s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
     let finished = false;
     try {
-      s.start(ids, opts.engine);
+      if (stopFlag) s.setStopFlag(stopFlag);
+      s.start(ids, { ...opts.engine, prefillChunk: PREFILL_CHUNK });
       this.#running = run;
       let first = true;
+      const prefill = [];  // the attention of each prefill chunk
       for (;;) {
         if (this.#disposed) return run.final;  // dispose() stopped it
         if (signal?.aborted) s.abort();
+        // The weights of the pass that produced this step's token: the previous step's (one row),
+        // or for the first token the prefill's chunks stacked. The encoder runs once, at prefill:
+        // its weights come with the first step only.
         let attentions;
-        if (att) {
-          attentions = readAttention(s);
-          // The encoder runs once, at prefill: its weights come with the first step only.
-          if (!first) attentions = new Attentions(attentions.records.filter((r) => r.kind !== 'encoder'));
-        }
+        if (att && !first) attentions = new Attentions(readAttention(s).records.filter((r) => r.kind !== 'encoder'));
         const ev = s.step();
         if (!ev) break;
+        if (ev.token < 0) {  // a prefill step: the prompt (or a chunk of it) went in; no token yet
+          if (att) prefill.push(readAttention(s));
+          if (!ev.done) await yieldToEventLoop();
+          continue;
+        }
+        if (att && first) attentions = stackChunks(prefill);
         first = false;
         const step = { token: ev.token, piece: ev.piece, text: ev.text, position: ev.position };
         if (attentions) step.attentions = attentions;
@@ -355,6 +397,7 @@ export class Model {
       if (!this.#disposed && !this.#lost) {
         if (!finished) s.abort();  // the consumer left the loop (or an error): stop the generation
         s.setAttention(false, [], []);
+        if (stopFlag) s.setStopFlag(null);
       }
     }
   }

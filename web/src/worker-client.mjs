@@ -32,6 +32,14 @@ async function createWorker() {
   return new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' });
 }
 
+// Shared memory for abort(): the worker's engine polls the flag between layers (model.mjs STOP_FLAG),
+// so a long prefill stops at once instead of when the worker next reads its messages. Available in
+// Node and in cross-origin-isolated pages; elsewhere the worker still stops between prefill chunks.
+function newStopFlag() {
+  const shared = typeof SharedArrayBuffer === 'function' && (isNode || globalThis.crossOriginIsolated === true);
+  return shared ? new Int32Array(new SharedArrayBuffer(4)) : null;
+}
+
 function disposedError() {
   return new Error('this model has been disposed');
 }
@@ -189,6 +197,7 @@ export class WorkerModel {
   #channel;
   #key;
   #disposed = false;
+  #stopFlags = new Set();  // of the streams running: dispose() sets them
 
   /** @internal */
   constructor(channel, reply) {
@@ -318,12 +327,17 @@ export class WorkerModel {
           notify?.();
           notify = null;
         };
+        const stopFlag = newStopFlag();
         const { id, promise } = channel.request(
-          { op: 'stream', model: key, prompt: sent.prompt, options: sent.options, window: window === Infinity ? 1e9 : window },
+          { op: 'stream', model: key, prompt: sent.prompt, options: sent.options, window: window === Infinity ? 1e9 : window, ...(stopFlag ? { stopFlag } : {}) },
           { onEvent: (m) => { if (m.type === 'step') { steps.push(m.value); wake(); } } },
         );
+        if (stopFlag) model.#stopFlags.add(stopFlag);
         promise.then((value) => { settled = { value }; wake(); }, (error) => { settled = { error }; wake(); });
-        const abort = () => { try { channel.post({ op: 'abort', id }); } catch {} };
+        const abort = () => {
+          if (stopFlag) Atomics.store(stopFlag, 0, 1);
+          try { channel.post({ op: 'abort', id }); } catch {}
+        };
         signal?.addEventListener('abort', abort, { once: true });
         let complete = false;
         try {
@@ -344,6 +358,7 @@ export class WorkerModel {
           }
         } finally {
           signal?.removeEventListener('abort', abort);
+          if (stopFlag) model.#stopFlags.delete(stopFlag);
           if (!complete && !settled) {
             abort();  // the consumer left the loop: stop the worker's generation
             await promise.catch(() => {});
@@ -361,6 +376,7 @@ export class WorkerModel {
   async dispose() {
     if (this.#disposed) return;
     this.#disposed = true;
+    for (const flag of this.#stopFlags) Atomics.store(flag, 0, 1);  // a running pass stops now
     const channel = this.#channel;
     if (!channel.closed) {
       const { promise } = channel.request({ op: 'dispose', model: this.#key });

@@ -7,13 +7,14 @@
 //   → { id, op: 'load', source, options }         ← { id, type: 'progress', value } …, then a reply
 //   → { id, op: 'call', model, method, args }      (tokenize, encodePrompt, encodeChat, applyChatTemplate, detokenize,
 //                                                     pieces, forward, memory)
-//   → { id, op: 'stream', model, prompt, options, window } ← { id, type: 'step', value } …, then a reply
+//   → { id, op: 'stream', model, prompt, options, window, stopFlag? } ← { id, type: 'step', value } …, then a reply
+//        (stopFlag: an Int32Array on a SharedArrayBuffer the client sets to 1 on abort; see model.mjs STOP_FLAG)
 //   → { id, op: 'pull' }                            the client took a step: one more may be sent
 //   → { id, op: 'abort' }                           aborts that request (load or stream)
 //   → { id, op: 'dispose', model } / { id, op: 'engineInfo' } / { id, op: 'hello' } (is this our worker?)
 //   replies: { id, type: 'result', value } or { id, type: 'error', error: { name, message, status, … } }
 import { isNode, nodeImport } from './env.mjs';
-import { loadModelHere } from './model.mjs';
+import { STOP_FLAG, loadModelHere } from './model.mjs';
 import { getModule } from './wasm.mjs';
 
 let post;  // (message, transfer) => void
@@ -80,14 +81,16 @@ const handlers = {
     return m[method](...args);
   },
 
-  async stream({ id, model: key, prompt, options, window = 4 }) {
+  async stream({ id, model: key, prompt, options, window = 4, stopFlag }) {
     const m = model(key);
     const controller = new AbortController();
     let end;
     const request = { controller, credit: window, wake: null, model: key, finished: new Promise((r) => { end = r; }) };
     requests.set(id, request);
     try {
-      const stream = m.stream(prompt, { ...options, signal: controller.signal });
+      // stopFlag (shared memory, when the client has it): set by the client's abort(), read by the
+      // engine between layers, so a running prefill stops without waiting for this thread's turn.
+      const stream = m.stream(prompt, { ...options, signal: controller.signal, ...(stopFlag ? { [STOP_FLAG]: stopFlag } : {}) });
       for await (const step of stream) {
         post({ id, type: 'step', value: plain(step) }, buffersOf(step));
         request.credit--;
