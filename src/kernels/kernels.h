@@ -56,6 +56,7 @@ void add(float* y, const float* x, int n) noexcept;         // y += x   (residua
 void axpy(float a, const float* x, float* y, int n) noexcept;  // y += a·x  (attention's weighted sum)
 void scale(float* x, float s, int n) noexcept;              // x *= s
 void softcap(float* x, int n, float cap) noexcept;          // x = cap·tanh(x/cap)   (Gemma 2 logit soft-capping)
+size_t first_nonfinite(const float* x, size_t n) noexcept;  // index of the first NaN or ±inf, n if none (weights at load)
 
 // ---- attention rows (nn/attention.cpp calls these per head and query) -----------------------
 // scores[j] = scale · (q · k_j) for j < count; key j is head_dim floats at k + j·stride.
@@ -107,6 +108,7 @@ void attention_scores(const float* q, const float* k, size_t stride, int head_di
 void attention_values(const float* p, const float* v, size_t stride, int head_dim, int count, float* out) noexcept;
 void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim, int rot_dims) noexcept;
 void rope_half(float* x, const float* cos, const float* sin, int n_heads, int head_dim, int rot_dims) noexcept;
+size_t first_nonfinite(const float* x, size_t n) noexcept;
 }  // namespace ref
 
 }  // namespace attnlens::kernels

@@ -150,6 +150,12 @@ void axpy(float a, const float* x, float* y, int n) noexcept {
   for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+size_t first_nonfinite(const float* x, size_t n) noexcept {
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i])) return i;
+  return n;
+}
+
 void scale(float* x, float s, int n) noexcept {
   for (int i = 0; i < n; ++i) x[i] *= s;
 }

@@ -193,6 +193,25 @@ void scale(float* x, float s, int n) noexcept {
   for (; i < n; ++i) x[i] *= s;
 }
 
+size_t first_nonfinite(const float* x, size_t n) noexcept {
+  // x·0 is 0 for every finite x and NaN for NaN and ±inf: one multiply-add per vector, then a
+  // scalar search only inside a block that holds one.
+  constexpr size_t kBlock = 4096;
+  const Vec zero(0.f);
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t e = n - b < kBlock ? n : b + kBlock;
+    Vec acc(0.f);
+    size_t i = b;
+    for (; i + W <= e; i += W) acc += load(x + i) * zero;
+    float sum = simd::sum(acc);  // NaN if any lane is (not acc != acc: xsimd 8.1's AVX-512 != is ordered, false for NaN)
+    for (; i < e; ++i) sum += x[i] * 0.f;
+    if (sum != sum)
+      for (size_t j = b; j < e; ++j)
+        if (!std::isfinite(x[j])) return j;
+  }
+  return n;
+}
+
 // ---- RoPE -------------------------------------------------------------------------------------
 // adjacent pairs: out = x·C + swap(x)·S with C = (c0,c0,c1,c1,…), S = (-s0,s0,-s1,s1,…) and
 // swap exchanging the two lanes of every pair.

@@ -1,5 +1,6 @@
 #include "models/weights.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -13,7 +14,19 @@ float* Weights::own(size_t floats) {
   return storage_.f32.back().get();
 }
 
+// Every weight the model reads as f32 (in place or converted) is checked once, at load: a NaN or an
+// infinity in a file is an error naming the tensor, never a model that computes NaN later.
 const float* Weights::as_f32(const TensorView& t) {
+  const float* f = to_f32(t);
+  const size_t n = size_t(t.numel());
+  const size_t bad = kernels::first_nonfinite(f, n);
+  if (bad != n)
+    fail(tensors_.context, tensors_.context.empty() ? "" : ": ", "tensor ", t.name, " holds ",
+         std::isnan(f[bad]) ? "NaN" : "an infinity", " at element ", bad, " of ", n, " (a weight must be a finite number)");
+  return f;
+}
+
+const float* Weights::to_f32(const TensorView& t) {
   const size_t n = size_t(t.numel());
   if (t.dtype == DType::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0)
     return reinterpret_cast<const float*>(t.data);

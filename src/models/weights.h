@@ -73,7 +73,8 @@ class Weights {
   WeightStorage release() { return std::move(storage_); }
 
  private:
-  const float* as_f32(const TensorView& t);  // a view when f32 and aligned, else a converted copy
+  const float* as_f32(const TensorView& t);  // to_f32, checked: every value finite
+  const float* to_f32(const TensorView& t);  // a view when f32 and aligned, else a converted copy
   float* own(size_t floats);
   nn::Matrix quantized_or_f32(const std::string& name, const float* f, int64_t rows, int64_t cols);
   void count_matrix(DType t) { (t == DType::Q8_0 ? q8_matrices_ : f32_matrices_)++; }

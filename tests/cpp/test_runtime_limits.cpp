@@ -3,11 +3,13 @@
 // refused at parse time, and errors that name the file and the key instead of the JSON library's
 // own words. The files are built here in memory (a tiny Hugging Face Llama), so the cases are exact.
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
 #include "core/json.h"
 #include "core/limits.h"
+#include "kernels/kernels.h"
 #include "runtime/loader.h"
 #include "test_util.h"
 
@@ -232,4 +234,50 @@ TEST_CASE("limits: a tokenizer.json with a huge id is refused before its vocabul
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   WARN("refusing a tokenizer.json id of 2^20 - 1 for a 32-token model took " << ms << " ms");
   CHECK_THAT(e, Contains("tokenizer.json") && Contains("1048575") && Contains("only 32 tokens"));
+}
+
+namespace {
+// Writes `value` into element `element` of f32 tensor `tensor` of a safetensors file.
+void poison(std::string& st, const std::string& tensor, size_t element, float value) {
+  uint64_t n;
+  std::memcpy(&n, st.data(), 8);
+  const json header = json::parse(st.substr(8, n));
+  const size_t at = 8 + n + header.at(tensor).at("data_offsets")[0].get<size_t>() + 4 * element;
+  std::memcpy(&st[at], &value, 4);
+}
+}  // namespace
+
+TEST_CASE("non-finite weights are refused at load on every path, naming the file and the tensor", "[runtime][limits]") {
+  Shape s;
+  const json c = llama_config(s);
+  for (const char* tensor : {"model.embed_tokens.weight", "model.layers.1.self_attn.k_proj.weight", "model.norm.weight",
+                             "model.layers.0.mlp.down_proj.weight"}) {
+    for (float bad : {NAN, INFINITY, -INFINITY}) {
+      std::string w = llama_weights(s);
+      poison(w, tensor, 3, bad);
+      for (auto format : {models::WeightFormat::AsStored, models::WeightFormat::Q8_0}) {
+        LoadOptions o;
+        o.format = format;
+        const std::string e = error_of([&] { load_model({file("config.json", c.dump()), file("model.safetensors", w)}, o); });
+        INFO(tensor << " " << bad << ": " << e);
+        CHECK_THAT(e, Contains("model.safetensors") && Contains(tensor) && Contains("element 3") &&
+                          Contains(std::isnan(bad) ? "NaN" : "infinity"));
+      }
+    }
+  }
+  // The kernel that finds them, against its scalar reference, at every position of a few lengths.
+  for (size_t n : {1u, 7u, 33u, 4096u, 4097u, 10000u}) {
+    std::vector<float> x(n, 0.5f);
+    CHECK(kernels::first_nonfinite(x.data(), n) == n);
+    for (size_t i : {size_t(0), n / 2, n - 1}) {
+      for (float bad : {NAN, INFINITY, -INFINITY}) {
+        x[i] = bad;
+        CHECK(kernels::first_nonfinite(x.data(), n) == i);
+        CHECK(kernels::ref::first_nonfinite(x.data(), n) == i);
+        x[i] = 0.5f;
+      }
+    }
+    x[n - 1] = 3.4e38f;  // large but finite
+    CHECK(kernels::first_nonfinite(x.data(), n) == n);
+  }
 }
