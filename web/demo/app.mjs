@@ -329,10 +329,18 @@ async function onGenerate() {
     showMessage(runMessage, runErrorText(run.error));
     if (state.run === run && !run.store.queryCount('self')) state.set({ run: null });
   }
-  showStats(state.run === run ? run : state.run);
+  // The finished run's status and rates are published in the same frame as the views' last rows
+  // (while streaming, rows are drawn at most a few times a second; invalidate() renders every
+  // dirty view in the next frame): whoever waits for #stats[data-status="done"] — a user, a test,
+  // a script — then sees every token drawn.
+  liveStats.run = null;
   state.emit(['rows']);
+  invalidate(finalStats);
   refreshCard();
 }
+
+// a new generation started before that frame shows its own stats instead
+const finalStats = { render() { if (!page.generating) showStats(state.run); } };
 
 $('#generate').addEventListener('click', onGenerate);
 $('#stop').addEventListener('click', () => page.generating?.abort());
