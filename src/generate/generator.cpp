@@ -103,9 +103,16 @@ Generation::Generation(const models::Model& model, const Tokenizer& tok, const P
   AL_CHECK(o.max_new_tokens >= 0, "max_new_tokens must be ≥ 0, got ", o.max_new_tokens);
   AL_CHECK(o.prefill_chunk >= 0, "prefill_chunk must be ≥ 0, got ", o.prefill_chunk);
   AL_CHECK(!prompt.empty(), "the prompt is empty: it encodes to no tokens");
+  check_processor_options(o.processors, model.info().vocab_size);
+  const bool beams = o.beams.num_beams > 1;
+  AL_CHECK(o.beams.num_beams >= 1, "num_beams must be ≥ 1, got ", o.beams.num_beams);
+  AL_CHECK(!beams || o.sampling.temperature == 0.f, "beam search picks the likeliest beams: it takes temperature 0 ",
+           "(sampling within beams is not supported), got temperature ", o.sampling.temperature);
+  AL_CHECK(!beams || o.stop.empty(), "stop strings are not supported with beam search");
   session_.reset();
   if (model.kind() == models::ModelKind::EncoderDecoder) {
-    AL_CHECK(f.decoder_start_token >= 0, "encoder-decoder generation needs a decoder start token");
+    AL_CHECK(f.decoder_start_token >= 0, "this encoder-decoder model has no decoder start token: its config.json (or ",
+             "generation_config.json) gives no decoder_start_token_id (nor bos_token_id to fall back on)");
     r_.source = prompt;
     r_.tokens = {f.decoder_start_token};
   } else {
@@ -142,17 +149,62 @@ void Generation::finish(const std::string& reason) {
   done_ = true;
   r_.finish_reason = reason;
   if (reason != "stop") r_.text = text_->text() + text_->flush();
-  r_.decode_ms = prefilled_ ? now_ms() - decode_start_ : 0;
+  if (!beam_) r_.decode_ms = prefilled_ ? now_ms() - decode_start_ : 0;
 }
 
-void Generation::abort() { finish("aborted"); }
+void Generation::abort() {
+  if (done_) return;
+  if (searching()) {  // the best sequence found so far, without replaying it
+    beam_->finish();
+    r_.decode_ms = now_ms() - decode_start_;
+    const auto& best = beam_->hypotheses().front();
+    r_.tokens = best.tokens;
+    r_.score = best.score;
+    for (int t : std::vector<int>(best.tokens.begin() + r_.prompt_tokens, best.tokens.end())) text_->push(t);
+  }
+  finish("aborted");
+}
 
 const GenerateResult& Generation::result() {
   if (!done_) {
     r_.text = text_->text();
-    r_.decode_ms = prefilled_ ? now_ms() - decode_start_ : 0;
+    if (!beam_) r_.decode_ms = prefilled_ ? now_ms() - decode_start_ : 0;
   }
   return r_;
+}
+
+  if (o_.max_new_tokens == 0) {
+    finish("length");
+    return;
+  }
+  if (beams) {
+    const int room = session_.cache.capacity() - session_.position() + 1;  // the last token is never run
+    context_limited_ = room < o_.max_new_tokens;
+    const int max_new = context_limited_ ? room : o_.max_new_tokens;
+    ProcessorOptions p = o_.processors;
+    p.repetition_penalty = o_.sampling.repetition_penalty;
+    beam_ = std::make_unique<BeamSearch>(model, session_, r_.tokens, logits_, o_.beams, p, f_.stop_tokens, max_new);
+  }
+  r_.tokens.push_back(next);
+  ++steps_;
+  const size_t emitted_before = text_->text().size();
+  ev = TokenEvent{next, int(r_.tokens.size()) - 1, text_->push(next)};
+  if (is_stop_token(f_, next)) {
+    finish("eos");
+    return false;
+  }
+  for (const std::string& s : o_.stop) {  // cut the text where the first stop string begins
+    // Earlier steps found none in the text before emitted_before: search only where a new one can be.
+    const size_t from = emitted_before >= s.size() ? emitted_before - (s.size() - 1) : 0;
+    const size_t at = s.empty() ? std::string::npos : text_->text().find(s, from);
+    if (at != std::string::npos) {
+      r_.text = text_->text().substr(0, at);
+      ev.text = at > emitted_before ? text_->text().substr(emitted_before, at - emitted_before) : "";
+      finish("stop");
+      return false;
+    }
+  }
+  return true;
 }
 
 bool Generation::step(TokenEvent& ev) {
@@ -168,29 +220,34 @@ bool Generation::step(TokenEvent& ev) {
     if (prefilled_) {
       decode_start_ = now_ms();
       if (o_.max_new_tokens == 0) finish("length");
+      else if (o_.beams.num_beams > 1) start_search();
     }
     return true;
   }
-  const int next = sampler_.sample(logits_, model_.info().vocab_size, r_.tokens);
-  r_.tokens.push_back(next);
-  ++steps_;
-  const size_t emitted_before = text_->text().size();
-  ev = TokenEvent{next, int(r_.tokens.size()) - 1, text_->push(next)};
-  if (is_stop_token(f_, next)) {
-    finish("eos");
-    return true;
-  }
-  for (const std::string& s : o_.stop) {  // cut the text where the first stop string begins
-    // Earlier steps found none in the text before emitted_before: search only where a new one can be.
-    const size_t from = emitted_before >= s.size() ? emitted_before - (s.size() - 1) : 0;
-    const size_t at = s.empty() ? std::string::npos : text_->text().find(s, from);
-    if (at != std::string::npos) {
-      r_.text = text_->text().substr(0, at);
-      ev.text = at > emitted_before ? text_->text().substr(emitted_before, at - emitted_before) : "";
-      finish("stop");
+  if (beam_) {
+    if (!beam_->done()) {
+      try {
+        if (!beam_->step()) start_replay();
+      } catch (const Cancelled&) {
+        abort();  // the best sequence found so far
+        return false;
+      }
+      ev = TokenEvent{-1, -1, ""};
       return true;
     }
+    const int next = replay_[replayed_++];
+    if (emit(next, ev)) {
+      if (replayed_ == replay_.size()) finish(context_limited_ ? "context" : "length");
+      else load_pass(replayed_);
+    }
+    return true;
   }
+  const int vocab = model_.info().vocab_size;
+  scores_.assign(logits_, logits_ + vocab);
+  ProcessorState st{&r_.tokens, r_.prompt_tokens, o_.max_new_tokens, &f_.stop_tokens};
+  apply_processors(o_.processors, st, scores_.data(), vocab, /*penalty=*/false);  // the sampler applies it
+  const int next = sampler_.sample(scores_.data(), vocab, r_.tokens);
+  if (!emit(next, ev)) return true;
   if (steps_ == o_.max_new_tokens) {
     finish("length");
     return true;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "generate/beam_search.h"
+#include "generate/processors.h"
 #include "generate/sampler.h"
 #include "models/model.h"
 #include "tokenizers/tokenizer.h"
@@ -43,7 +45,9 @@ struct PromptFormat {
 };
 
 struct GenerateOptions {
-  SamplingOptions sampling;
+  SamplingOptions sampling;    // (its repetition_penalty is applied; processors.repetition_penalty is not used)
+  ProcessorOptions processors;  // n-gram, bad words, min length, forced tokens (processors.h)
+  BeamOptions beams;            // num_beams > 1: beam search (greedy only: temperature 0, no stop strings)
   int max_new_tokens = 128;
   std::vector<std::string> stop;  // stop strings: generation ends when the text contains one (cut there)
   // Prefill a decoder-only prompt this many tokens per step() (0 = the whole prompt in one pass), so
@@ -52,9 +56,14 @@ struct GenerateOptions {
 };
 
 struct TokenEvent {
-  int token;         // the token just chosen; -1 for a prefill step that chose none yet
-  int position;      // its position in the decoder sequence (prefill steps: the prompt tokens fed so far)
+  int token;         // the token just chosen; -1 for a prefill step or a beam search step (nothing chosen yet)
+  int position;      // its position in the decoder sequence (prefill steps: the prompt tokens fed so far; beam steps: -1)
   std::string text;  // text newly completed by it (may be empty mid UTF-8 character)
+};
+
+struct ScoredSequence {
+  std::vector<int> tokens;  // decoder sequence, prompt included
+  double score;             // beam search's length-normalised log-probability
 };
 
 struct GenerateResult {
@@ -66,11 +75,15 @@ struct GenerateResult {
   double prefill_ms = 0;       // the prompt's forward pass (and the encoder's)
   int prefilled = 0;           // prompt tokens the prefill fed (fewer than prompt_tokens when aborted)
   double decode_ms = 0;        // every later forward pass
-  int decoded = 0;             // forward passes after the prefill
+  int decoded = 0;             // tokens run through the decoder after the prefill (every beam's)
+  // Beam search: the returned sequence's score and every hypothesis kept, best first.
+  double score = 0;
+  std::vector<ScoredSequence> hypotheses;
 };
 
 // Called after each new token; return false to stop (finish_reason "aborted"). The session's
-// recorder, if any, holds the attention of the forward pass that produced the token during the call.
+// recorder, if any, holds the attention of the forward pass that produced the token during the call
+// (with beam search: the pass of the returned beam that chose it).
 using TokenCallback = std::function<bool(const TokenEvent&)>;
 
 // Prompt text → the decoder's (or, for encoder–decoder models, the encoder's) input tokens.
@@ -83,6 +96,9 @@ std::vector<int> encode_prompt(const Tokenizer& tok, const PromptFormat& f, cons
 // the first token. A session whose should_stop fires during a pass ends the generation ("aborted").
 class TextStream;
 
+// With beam search (options.beams.num_beams > 1), step() first runs the search one beam step per
+// call, reporting token −1, then hands out the returned hypothesis' tokens one per call, with the
+// attention of the passes that chose them loaded into the session's recorder.
 class Generation {
  public:
   Generation(const models::Model& model, const Tokenizer& tok, const PromptFormat& f, models::Session& session,
@@ -94,12 +110,17 @@ class Generation {
   bool step(TokenEvent& ev);
   void abort();  // finish now with reason "aborted"
   bool done() const { return done_; }
+  bool searching() const { return beam_ && !beam_->done(); }  // a beam search still running
   // The result so far (final once done()).
   const GenerateResult& result();
 
  private:
   void finish(const std::string& reason);
   bool prefill_some();  // feeds the next chunk of the prompt; true once the whole prompt is in
+  void start_search();
+  void start_replay();
+  void load_pass(size_t i);
+  bool emit(int next, TokenEvent& ev);
   const models::Model& model_;
   const Tokenizer& tok_;
   const PromptFormat& f_;
@@ -109,9 +130,15 @@ class Generation {
   std::unique_ptr<TextStream> text_;
   GenerateResult r_;
   const float* logits_ = nullptr;
+  std::vector<float> scores_;  // the logits after the processors
   int steps_ = 0;
   int fed_ = 0;  // prompt (decoder) tokens prefilled so far
   bool prefilled_ = false;
+  std::unique_ptr<BeamSearch> beam_;
+  std::vector<int> replay_;                             // the returned beam's generated tokens
+  std::vector<std::shared_ptr<const PassRecord>> passes_;  // the pass that chose each of them
+  size_t replayed_ = 0;
+  bool context_limited_ = false;  // max_new_tokens was cut to the session's room
   bool done_ = false;
   double decode_start_ = 0;
 };

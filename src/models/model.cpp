@@ -38,6 +38,7 @@ ModelInfo make_info(const std::string& architecture, ModelKind kind, const Shape
   info.head_dim = s.head_dim > 0 ? s.head_dim : s.d_model / s.n_heads;
   info.d_ff = s.d_ff;
   info.vocab_size = s.vocab_size;
+  info.source_vocab_size = s.source_vocab_size ? s.source_vocab_size : s.vocab_size;
   info.context_length = s.context_length;
   info.positions = positions;
   info.n_params = w.params();
@@ -79,16 +80,19 @@ const float* Model::mlm_logits(Session&) const {
 }
 
 void Model::check_tokens(const int* tokens, int n, const char* what) const {
-  AL_CHECK(n > 0, what, ": no tokens given");
-  AL_CHECK(tokens != nullptr, what, ": tokens are missing");
   const ModelInfo& i = info();
-  AL_CHECK(n <= limits::kMaxContext, what, ": ", n, " tokens are more than the engine's limit of ", limits::kMaxContext);
+  check_ids(tokens, n, i.vocab_size, what);
   // The widest scratch row a token needs (residual stream, Q|K|V, feed-forward), with room for the
   // several buffers of a layer: every n × width product the pass computes stays far from wrapping.
   const uint64_t width = std::max<uint64_t>({uint64_t(i.d_model), uint64_t(i.d_ff),
                                              uint64_t(i.n_heads + 2 * i.n_kv_heads) * uint64_t(i.head_dim)});
   limits::checked_bytes(str(what, ": the scratch buffers of a pass over ", n, " tokens").c_str(), {uint64_t(n), 4, width, sizeof(float)});
-  const int vocab = i.vocab_size;
+}
+
+void Model::check_ids(const int* tokens, int n, int vocab, const char* what) {
+  AL_CHECK(n > 0, what, ": no tokens given");
+  AL_CHECK(tokens != nullptr, what, ": tokens are missing");
+  AL_CHECK(n <= limits::kMaxContext, what, ": ", n, " tokens are more than the engine's limit of ", limits::kMaxContext);
   for (int i = 0; i < n; ++i)
     AL_CHECK(tokens[i] >= 0 && tokens[i] < vocab, what, ": token id ", tokens[i], " at index ", i,
              " is out of range [0, ", vocab, ")");

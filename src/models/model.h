@@ -36,7 +36,8 @@ struct ModelInfo {
   int n_kv_heads = 0;
   int head_dim = 0;
   int d_ff = 0;
-  int vocab_size = 0;
+  int vocab_size = 0;         // the logits' size (an encoder–decoder's target vocabulary)
+  int source_vocab_size = 0;  // encoder–decoder: ids the encoder takes (== vocab_size unless separate vocabularies)
   int context_length = 0;
   std::string positions;      // "rope", "learned", "sinusoidal"
   std::string weight_dtype;   // "f32", "q8_0", "mixed"
@@ -51,7 +52,8 @@ class Weights;
 struct Shape {
   int d_model, n_layers, n_heads, n_kv_heads, d_ff, vocab_size, context_length;
   int n_encoder_layers = 0;
-  int head_dim = 0;  // 0: d_model / n_heads
+  int head_dim = 0;           // 0: d_model / n_heads
+  int source_vocab_size = 0;  // 0: vocab_size
 };
 ModelInfo make_info(const std::string& architecture, ModelKind kind, const Shape& s, const std::string& positions,
                     const Weights& w);
@@ -67,6 +69,15 @@ class Session {
     cache.reset();
     memory.clear();
     memory_length = 0;
+  }
+  // The sequence state of another session of the same model (decoder cache, encoder memory): a beam
+  // continuing another beam. With memory false the encoder memory is kept (beams share one source).
+  void copy_state_from(const Session& other, bool memory_too = true) {
+    cache.copy_from(other.cache);
+    if (memory_too) {
+      memory = other.memory;
+      memory_length = other.memory_length;
+    }
   }
 
   // Bytes this session holds now: KV cache, encoder memory, scratch arena, logits and hidden states.
@@ -118,6 +129,8 @@ class Model {
   static void poll(const Session& s) {
     if (s.should_stop && s.should_stop()) throw attnlens::Cancelled();
   }
+  // The same against another vocabulary size (an encoder's own vocabulary).
+  static void check_ids(const int* tokens, int n, int vocab, const char* what);
 };
 
 }  // namespace attnlens::models

@@ -13,8 +13,9 @@ std::unique_ptr<Model> build_from_gguf(const nlohmann::json& meta, const TensorM
   if (arch == "phi3") return build_phi3_gguf(meta, tensors, o);
   if (arch == "gptneox") return build_gptneox_gguf(meta, tensors, o);
   if (arch == "gpt2") return build_gpt2_gguf(meta, tensors, o);
+  if (arch == "t5") return build_t5_gguf(meta, tensors, o);
   fail(o.source, ": unsupported architecture \"", arch,
-       "\" (supported in GGUF: llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, gptneox, gpt2)");
+       "\" (supported in GGUF: llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, gptneox, gpt2, t5)");
 }
 
 std::unique_ptr<Model> build_from_hf_config(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o) {
@@ -37,10 +38,16 @@ std::unique_ptr<Model> build_from_hf_config(const nlohmann::json& config, const 
   if (arch == "BertModel" || arch == "BertForMaskedLM" || arch == "BertForPreTraining" || (arch.empty() && type == "bert"))
     return build_bert_hf(config, tensors, o);
   if (arch == "AttnLensSeq2Seq" || type == "attnlens-seq2seq") return build_seq2seq_hf(config, tensors, o);
+  if (arch == "T5ForConditionalGeneration" || arch == "T5WithLMHeadModel" || arch == "MT5ForConditionalGeneration" ||
+      arch == "UMT5ForConditionalGeneration" || (arch.empty() && (type == "t5" || type == "mt5" || type == "umt5")))
+    return build_t5_hf(config, tensors, o);
+  if (arch == "BartForConditionalGeneration" || (arch.empty() && type == "bart")) return build_bart_hf(config, tensors, o);
+  if (arch == "MarianMTModel" || (arch.empty() && type == "marian")) return build_marian_hf(config, tensors, o);
   fail(o.source, ": unsupported architecture \"", arch.empty() ? type : arch,
        "\" (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GemmaForCausalLM, ",
        "Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM, GPTNeoXForCausalLM, GPT2LMHeadModel, BertModel, ",
-       "BertForMaskedLM, AttnLensSeq2Seq)");
+       "BertForMaskedLM, T5ForConditionalGeneration, MT5ForConditionalGeneration, UMT5ForConditionalGeneration, ",
+       "BartForConditionalGeneration, MarianMTModel, AttnLensSeq2Seq)");
 }
 
 }  // namespace attnlens::models

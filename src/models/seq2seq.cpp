@@ -9,106 +9,13 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "core/limits.h"
-#include "kernels/kernels.h"
 #include "models/config.h"
+#include "models/encoder_decoder.h"
 #include "models/registry.h"
-#include "nn/layers.h"
-#include "nn/positions.h"
 
 namespace attnlens::models {
 
 namespace {
-
-struct Seq2SeqWeights {
-  nn::Matrix embedding;  // [vocab, d], shared by source, target and (tied) output
-  float embed_scale = 1.f;
-  std::vector<nn::EncoderLayer> encoder;
-  std::vector<nn::DecoderLayer> decoder;
-  nn::Norm encoder_norm, decoder_norm;  // final norms (absent: dim 0)
-  nn::Linear lm_head;                   // [vocab, d]
-};
-
-class Seq2Seq : public Model {
- public:
-  Seq2Seq(ModelInfo info, Seq2SeqWeights w, WeightStorage storage)
-      : info_(std::move(info)), w_(std::move(w)), storage_(std::move(storage)) {
-    for (size_t l = 0; l < w_.encoder.size(); ++l) nn::check_encoder_layer(w_.encoder[l], "encoder layer " + std::to_string(l));
-    for (size_t l = 0; l < w_.decoder.size(); ++l) nn::check_decoder_layer(w_.decoder[l], "decoder layer " + std::to_string(l));
-    nn::check_linear(w_.lm_head, info_.d_model, info_.vocab_size, "output projection");
-  }
-  const ModelInfo& info() const override { return info_; }
-
-  const float* encode(Session& s, const int* tokens, int n, const int*) const override {
-    check_tokens(tokens, n, "encode");
-    AL_CHECK(n <= info_.context_length, "encode: the source has ", n, " tokens, more than the model's ",
-             info_.context_length, " positions");
-    const int d = info_.d_model;
-    s.reset();
-    s.hidden.resize(size_t(n) * d);
-    float* x = s.hidden.data();
-    embed(tokens, n, 0, x);
-    for (int l = 0; l < int(w_.encoder.size()); ++l) {
-      poll(s);  // abort() reaches a running pass between layers
-      auto [weights, heads] = slot(s, nn::AttentionKind::Encoder, l, n, n, 0);
-      nn::encoder_layer(w_.encoder[l], x, nn::Pass{n, 0, nullptr, l}, {}, {weights, heads}, s.arena);
-    }
-    if (w_.encoder_norm.dim) nn::norm(w_.encoder_norm, x, n, x);
-    // The decoder's cross-attention keys/values of this source, once for every step to come.
-    s.memory.resize(w_.decoder.size());
-    for (size_t l = 0; l < w_.decoder.size(); ++l) nn::project_memory(w_.decoder[l].cross_attn, x, n, s.memory[l]);
-    s.memory_length = n;
-    return x;
-  }
-
-  const float* decode(Session& s, const int* tokens, int n, bool all_logits) const override {
-    check_tokens(tokens, n, "decode");
-    AL_CHECK(s.memory_length > 0 && s.memory.size() == w_.decoder.size(), "decode: encode the source first");
-    const int pos0 = s.position(), d = info_.d_model;
-    s.cache.reserve(n);
-    nn::ArenaScope scope(s.arena);
-    float* y = s.arena.alloc(size_t(n) * d);
-    embed(tokens, n, pos0, y);
-    for (int l = 0; l < int(w_.decoder.size()); ++l) {
-      poll(s);  // abort() reaches a running pass between layers
-      auto [self_w, heads] = slot(s, nn::AttentionKind::Self, l, n, pos0 + n, pos0);
-      float* cross_w = s.recorder ? s.recorder->slot(nn::AttentionKind::Cross, l, info_.n_heads, n, s.memory_length, pos0)
-                                  : nullptr;
-      nn::decoder_layer(w_.decoder[l], y, nn::Pass{n, pos0, &s.cache, l}, s.memory[l], {}, {{self_w, heads}, {cross_w, heads}},
-                        s.arena);
-    }
-    s.cache.advance(n);
-    const int rows = all_logits ? n : 1;
-    float* h = y + size_t(n - rows) * d;
-    if (w_.decoder_norm.dim) nn::norm(w_.decoder_norm, h, rows, h);
-    s.logits.resize(logits_size(rows));
-    nn::linear(w_.lm_head, h, rows, s.logits.data());
-    return s.logits.data();
-  }
-
- private:
-  // x[n, d] = E[token]·scale + PE(pos0 + i)
-  void embed(const int* tokens, int n, int pos0, float* x) const {
-    const int d = info_.d_model;
-    std::vector<float> pe(d);
-    for (int i = 0; i < n; ++i) {
-      float* xi = x + size_t(i) * d;
-      nn::embedding_row(w_.embedding, tokens[i], xi);
-      kernels::scale(xi, w_.embed_scale, d);
-      nn::sinusoidal_encoding(pos0 + i, d, pe.data());
-      kernels::add(xi, pe.data(), d);
-    }
-  }
-
-  std::pair<float*, const unsigned char*> slot(Session& s, nn::AttentionKind kind, int layer, int n, int m, int pos0) const {
-    if (!s.recorder) return {nullptr, nullptr};
-    return {s.recorder->slot(kind, layer, info_.n_heads, n, m, pos0), s.recorder->head_mask(info_.n_heads)};
-  }
-
-  ModelInfo info_;
-  Seq2SeqWeights w_;
-  WeightStorage storage_;
-};
 
 // torch.nn.MultiheadAttention's parameters under `prefix`.
 nn::MultiHeadAttention mha(Weights& w, const std::string& prefix, int d, int heads) {
@@ -143,8 +50,10 @@ std::unique_ptr<Model> build_seq2seq_hf(const nlohmann::json& config, const Tens
   AL_CHECK(d % heads == 0, o.source, ": d_model ", d, " is not divisible by n_heads ", heads);
 
   Weights w(tensors, o.format);
-  Seq2SeqWeights s;
-  s.embedding = w.table("embed.weight", vocab, d);
+  EncoderDecoderWeights s;
+  s.source_embedding = s.target_embedding = w.table("embed.weight", vocab, d);
+  s.positions = AbsolutePositions::Sinusoidal;
+  s.max_positions = positions;
   s.embed_scale = r.boolean("scale_embeddings", true) ? std::sqrt(float(d)) : 1.f;
   for (int i = 0; i < enc_layers; ++i) {
     const std::string p = "encoder.layers." + std::to_string(i) + ".";
@@ -177,8 +86,9 @@ std::unique_ptr<Model> build_seq2seq_hf(const nlohmann::json& config, const Tens
 
   Shape shape{d, dec_layers, heads, heads, ff, vocab, positions};
   shape.n_encoder_layers = enc_layers;
+  w.check_all_used({}, "AttnLensSeq2Seq");
   const ModelInfo info = make_info("seq2seq", ModelKind::EncoderDecoder, shape, "sinusoidal", w);
-  return std::make_unique<Seq2Seq>(info, std::move(s), w.release());
+  return std::make_unique<EncoderDecoderTransformer>(info, std::move(s), w.release());
 }
 
 }  // namespace attnlens::models

@@ -51,7 +51,7 @@ const float* Weights::to_f32(const TensorView& t) {
   return out;
 }
 
-const float* Weights::vector(const std::string& name, int64_t n) {
+const TensorView& Weights::use(const std::string& name) {
   const TensorView& t = tensors_.get(name);
   used_.insert(name);
   AL_CHECK(t.numel() == n && (t.shape.size() == 1 || (t.shape.size() == 2 && t.shape[0] == 1)), tensors_.context,
@@ -106,6 +106,12 @@ nn::Matrix Weights::table(const std::string& name, int64_t rows, int64_t cols) {
   return quantized_or_f32(name, as_f32(t), rows, cols);
 }
 
+const float* Weights::f32_table(const std::string& name, int64_t rows, int64_t cols) {
+  const TensorView& t = use(name, {rows, cols});
+  count(rows * cols, size_t(rows * cols) * sizeof(float));
+  return as_f32(t);
+}
+
 nn::Linear Weights::linear(const std::string& weight, const std::string& bias, int64_t out, int64_t in) {
   nn::Linear l;
   l.w = matrix(weight, out, in);
@@ -158,6 +164,17 @@ const float* Weights::vector_rows(const std::string& name, int64_t n, const std:
     dst[i] = v[s];
   }
   return dst;
+}
+
+void Weights::check_all_used(const std::vector<std::string>& allowed, const std::string& what) const {
+  for (const std::string& name : unused()) {
+    bool ok = false;
+    for (const std::string& a : allowed)
+      ok = ok || (!a.empty() && a.back() == '*' ? name.compare(0, a.size() - 1, a, 0, a.size() - 1) == 0 : name == a);
+    AL_CHECK(ok, tensors_.context, tensors_.context.empty() ? "" : ": ", "tensor ", name, " ",
+             tensors_.get(name).shape_str(), " is not part of ", what,
+             " as AttnLens runs it: refusing to run a model without a part of its file");
+  }
 }
 
 std::vector<std::string> Weights::unused() const {

@@ -43,6 +43,8 @@ class Weights {
   // An embedding table [rows, cols] (rows are looked up one by one): as stored when f32 or q8_0,
   // quantized like the matrices under WeightFormat::Q8_0.
   nn::Matrix table(const std::string& name, int64_t rows, int64_t cols);
+  // A small table [rows, cols] read whole as f32, never quantized (T5's relative attention bias).
+  const float* f32_table(const std::string& name, int64_t rows, int64_t cols);
   nn::Linear linear(const std::string& weight, const std::string& bias, int64_t out, int64_t in);
   // LayerNorm from "<prefix>.weight" and "<prefix>.bias"; RMSNorm from one weight.
   nn::Norm layer_norm(const std::string& prefix, int dim, float eps);
@@ -62,6 +64,10 @@ class Weights {
   void mark_used(const std::string& name) { used_.insert(name); }
 
   const TensorMap& tensors() const { return tensors_; }
+  // Throws attnlens::Error naming the first tensor of the file that no call above has read, unless
+  // it matches `allowed` (exact names, or prefixes ending in '*'): a builder calls this last, so a
+  // file holding parts the engine would not apply is refused instead of silently run without them.
+  void check_all_used(const std::vector<std::string>& allowed, const std::string& what) const;
   // Totals over everything handed out so far: parameters, and bytes the kernels will read.
   int64_t params() const { return params_; }
   size_t bytes_read() const { return bytes_read_; }
@@ -78,6 +84,8 @@ class Weights {
   float* own(size_t floats);
   nn::Matrix quantized_or_f32(const std::string& name, const float* f, int64_t rows, int64_t cols);
   void count_matrix(DType t) { (t == DType::Q8_0 ? q8_matrices_ : f32_matrices_)++; }
+  const TensorView& use(const std::string& name);
+  const TensorView& use(const std::string& name, const std::vector<int64_t>& shape);
   void count(int64_t params, size_t bytes) {
     params_ += params;
     bytes_read_ += bytes;

@@ -64,6 +64,21 @@ void KVCache::advance(int n) {
   length_ += n;
 }
 
+void KVCache::copy_from(const KVCache& other) {
+  if (&other == this) return;
+  AL_CHECK(other.n_layers_ == n_layers_ && other.kv_dim_ == kv_dim_ && other.length_ <= capacity_,
+           "KV cache: cannot copy a cache of ", other.n_layers_, " layers × ", other.kv_dim_, " values × ",
+           other.length_, " positions into one of ", n_layers_, " × ", kv_dim_, " × ", capacity_);
+  length_ = 0;
+  reserve(other.length_);
+  const size_t row = size_t(other.length_) * kv_dim_ * sizeof(float);
+  for (int l = 0; l < n_layers_ && row; ++l) {
+    std::memcpy(key(l, 0), other.key(l, 0), row);
+    std::memcpy(value(l, 0), other.value(l, 0), row);
+  }
+  length_ = other.length_;
+}
+
 void KVCache::truncate(int length) {
   AL_CHECK(length >= 0 && length <= length_, "KV cache: cannot truncate ", length_, " positions to ", length);
   length_ = length;

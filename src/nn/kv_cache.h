@@ -38,6 +38,9 @@ class KVCache {
   void advance(int n);  // marks n more positions filled (after every layer wrote them)
   void reset() { length_ = 0; }
   void truncate(int length);  // forget positions ≥ length (e.g. to re-run from a prefix)
+  // Becomes a copy of `other`'s filled positions (same layers, kv_dim; capacity ≥ its length): a
+  // beam that continues another beam's sequence.
+  void copy_from(const KVCache& other);
   // Bytes allocated now: 2 × layers × allocated × kv_dim × 4.
   size_t bytes() const { return 2 * size_t(n_layers_) * size_t(allocated_) * size_t(kv_dim_) * sizeof(float); }
   // Bytes at full capacity (what a full context costs): 2 × layers × capacity × kv_dim × 4.

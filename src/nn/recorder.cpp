@@ -62,6 +62,15 @@ float* AttentionRecorder::slot(AttentionKind kind, int layer, int n_heads, int n
   return rec->weights.data();
 }
 
+void AttentionRecorder::put(const AttentionRecord& r) {
+  for (auto& mine : records_)
+    if (mine.kind == r.kind && mine.layer == r.layer) {
+      mine = r;
+      return;
+    }
+  records_.push_back(r);
+}
+
 const AttentionRecord* AttentionRecorder::find(AttentionKind kind, int layer) const {
   for (const auto& r : records_)
     if (r.kind == kind && r.layer == layer) return &r;

@@ -48,6 +48,8 @@ class AttentionRecorder {
   float* slot(AttentionKind kind, int layer, int n_heads, int n_queries, int n_keys, int q_pos0, int batch = 1);
 
   const AttentionRecord* find(AttentionKind kind, int layer) const;
+  // Stores a record made elsewhere (a beam's step, replayed), replacing that (kind, layer)'s.
+  void put(const AttentionRecord& r);
   const std::vector<AttentionRecord>& records() const { return records_; }
   void clear() { records_.clear(); }
 

@@ -239,20 +239,26 @@ Roles classify(const std::vector<FilePtr>& files) {
   return r;
 }
 
-void set_prompt_format(const std::string& arch, const Tokenizer* tok, const nlohmann::json& config,
+void set_prompt_format(const models::Model& model, const Tokenizer* tok, const nlohmann::json& config,
                        const TokenizerConfig& tc, const generate::SpecialTokenFlags& special, generate::PromptFormat& p) {
+  const std::string arch = model.info().architecture;
   const int bos = tok ? tok->bos_id() : -1, eos = tok ? tok->eos_id() : -1;
   p.special = special;
-  if (arch == "seq2seq") {
-    p.add_special = false;
+  if (model.kind() == models::ModelKind::EncoderDecoder) {
+    // The source is encoded as the tokenizer does it (T5, BART, Marian: their post-processor adds
+    // </s>); our own seq2seq has no post-processor and appends its end token itself.
+    const bool ours = arch == "seq2seq";
+    p.add_special = !ours;
     p.eos_token = first_id(config, "eos_token_id") >= 0 ? first_id(config, "eos_token_id") : eos;
+    // generate(): decoder_start_token_id, else bos_token_id.
     p.decoder_start_token = first_id(config, "decoder_start_token_id") >= 0 ? first_id(config, "decoder_start_token_id")
                                                                             : first_id(config, "bos_token_id");
     const auto suffix = config.find("source_suffix_eos");
     AL_CHECK(suffix == config.end() || suffix->is_boolean(), "config.json: source_suffix_eos must be true or false, got ",
              suffix == config.end() ? "" : json_brief(*suffix));
-    p.source_suffix_eos = suffix == config.end() ? true : suffix->get<bool>();
-    p.stop_tokens = {p.eos_token};
+    p.source_suffix_eos = ours && (suffix == config.end() ? true : suffix->get<bool>());
+    p.stop_tokens = all_ids(config, "eos_token_id");
+    if (p.stop_tokens.empty() && p.eos_token >= 0) p.stop_tokens = {p.eos_token};
     return;
   }
   p.add_special = true;
@@ -315,6 +321,58 @@ generate::SpecialTokenFlags apply_config(const Roles& r, const TokenizerConfig& 
   }
   if (r.tokenizer_config) check_added_tokens(tc, *tok, r.tokenizer_config->name);
   return resolve_special_tokens(c, *tok);
+}
+
+// The model's own generation settings, as the JS API names its options: what Hugging Face's
+// generate() would use for the options a caller leaves out (generation_config.json over config.json).
+// Encoder–decoder models only (decoder-only models keep AttnLens's defaults).
+nlohmann::json generation_defaults(const models::Model& model, const nlohmann::json& config, const std::string& source) {
+  nlohmann::json d = nlohmann::json::object();
+  if (model.kind() != models::ModelKind::EncoderDecoder || !config.is_object()) return d;
+  auto integer = [&](const char* key, int min) -> int {
+    const auto& v = config.at(key);
+    AL_CHECK(v.is_number_integer() && v.get<int64_t>() >= min && v.get<int64_t>() <= (1 << 24), source, ": \"", key,
+             "\" must be an integer ≥ ", min, ", got ", v.dump());
+    return v.get<int>();
+  };
+  auto number = [&](const char* key) -> double {
+    const auto& v = config.at(key);
+    AL_CHECK(v.is_number(), source, ": \"", key, "\" must be a number, got ", v.dump());
+    return v.get<double>();
+  };
+  auto has = [&](const char* key) { return config.contains(key) && !config.at(key).is_null(); };
+  // The decoder prompt is one token (the start token): max_length / min_length count it.
+  if (has("max_new_tokens")) d["maxNewTokens"] = integer("max_new_tokens", 0);
+  else if (has("max_length")) d["maxNewTokens"] = std::max(0, integer("max_length", 0) - 1);
+  if (has("min_new_tokens")) d["minNewTokens"] = integer("min_new_tokens", 0);
+  else if (has("min_length")) d["minNewTokens"] = std::max(0, integer("min_length", 0) - 1);
+  if (has("num_beams")) d["numBeams"] = integer("num_beams", 1);
+  if (has("length_penalty")) d["lengthPenalty"] = number("length_penalty");
+  if (has("early_stopping")) {
+    const auto& v = config.at("early_stopping");
+    AL_CHECK(v.is_boolean() || v == "never", source, ": \"early_stopping\" must be true, false or \"never\", got ",
+             v.dump());
+    d["earlyStopping"] = v;
+  }
+  if (has("no_repeat_ngram_size")) d["noRepeatNgramSize"] = integer("no_repeat_ngram_size", 0);
+  if (has("repetition_penalty")) d["repetitionPenalty"] = number("repetition_penalty");
+  if (has("forced_bos_token_id")) d["forcedBosTokenId"] = integer("forced_bos_token_id", 0);
+  if (has("forced_eos_token_id")) d["forcedEosTokenId"] = first_id(config, "forced_eos_token_id");
+  if (has("bad_words_ids")) {
+    const auto& v = config.at("bad_words_ids");
+    AL_CHECK(v.is_array(), source, ": \"bad_words_ids\" must be a list of lists of token ids");
+    for (const auto& seq : v)
+      AL_CHECK(seq.is_array() && !seq.empty() &&
+                   std::all_of(seq.begin(), seq.end(), [](const nlohmann::json& t) { return t.is_number_integer(); }),
+               source, ": \"bad_words_ids\" must be a list of non-empty lists of token ids, got ", v.dump());
+    d["badWordsIds"] = v;
+  }
+  // do_sample false (generate()'s default) is greedy; true samples at the given temperature / top-k / top-p.
+  const bool sample = has("do_sample") && config.at("do_sample") == true;
+  d["temperature"] = sample ? (has("temperature") ? number("temperature") : 1.0) : 0.0;
+  if (sample && has("top_k")) d["topK"] = integer("top_k", 0);
+  if (sample && has("top_p")) d["topP"] = number("top_p");
+  return d;
 }
 
 }  // namespace
@@ -387,6 +445,8 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
       out->tokenizer_ = gguf_tokenizer(g.config, r.gguf->name);
       out->tokenizer_config_ = read_gguf_tokenizer_config(g.config, r.gguf->name);
       if (g.config.contains("tokenizer.ggml.eos_token_id")) config["eos_token_id"] = g.config["tokenizer.ggml.eos_token_id"];
+      const std::string start_key = g.config.value("general.architecture", "") + ".decoder_start_token_id";
+      if (g.config.contains(start_key)) config["decoder_start_token_id"] = g.config[start_key];
     });
   } else if (r.llama2c) {
     AL_CHECK(r.safetensors.empty(), "a llama2.c checkpoint and safetensors were given together");
@@ -429,8 +489,11 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
   if (out->tokenizer_)
     AL_CHECK(out->tokenizer_->vocab_size() <= out->model_->info().vocab_size, "the tokenizer has ",
              out->tokenizer_->vocab_size(), " tokens but the model only ", out->model_->info().vocab_size);
+  nlohmann::json settings = config;  // generation_config.json over config.json, as generate() reads them
   if (r.generation_config) {
     nlohmann::json gc = parse_json(*r.generation_config);
+    AL_CHECK(gc.is_object(), r.generation_config->name, ": must be a JSON object");
+    for (auto it = gc.begin(); it != gc.end(); ++it) settings[it.key()] = it.value();
     for (const char* k : {"eos_token_id", "bos_token_id", "decoder_start_token_id"})
       if (gc.contains(k) && !config.contains(k)) config[k] = gc[k];
     // Generation stops on every end token: generation_config.json's list (Llama 3: <|end_of_text|>,
@@ -445,9 +508,10 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
   const nlohmann::json tc = read_config_files(r, out->tokenizer_config_);
   const generate::SpecialTokenFlags special = apply_config(r, out->tokenizer_config_, tc, out->tokenizer_.get());
   in_file(r.config ? r.config->name : "the model's metadata", [&] {
-    set_prompt_format(out->model_->info().architecture, out->tokenizer_.get(), config, out->tokenizer_config_, special,
-                      out->prompt_);
+    set_prompt_format(out->model(), out->tokenizer_.get(), config, out->tokenizer_config_, special, out->prompt_);
   });
+  out->generation_ = generation_defaults(out->model(), settings,
+                                         r.generation_config ? r.generation_config->name : build.source);
   return out;
 }
 

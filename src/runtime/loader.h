@@ -46,6 +46,9 @@ class LoadedModel {
   // The model card (architecture, sizes, tokenizer kind…) is model().info(), format(), files() and
   // tokenizer(); bindings/model.cpp turns it into the JS object model.info.
   const std::vector<FilePtr>& files() const { return files_; }
+  // The model's own generation settings (encoder–decoder models: generation_config.json / config.json)
+  // under the JS API's option names (maxNewTokens, numBeams, …); {} when it has none.
+  const nlohmann::json& generation_defaults() const { return generation_; }
   size_t file_bytes() const;  // bytes of the files held
   // Bytes held whatever runs: the files plus what the model owns (weight copies, tables).
   size_t weight_memory_bytes() const { return file_bytes() + model_->info().owned_bytes; }
@@ -58,6 +61,7 @@ class LoadedModel {
   std::unique_ptr<Tokenizer> tokenizer_;
   generate::PromptFormat prompt_;
   TokenizerConfig tokenizer_config_;
+  nlohmann::json generation_ = nlohmann::json::object();
 };
 
 std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOptions& options = {});

@@ -1,0 +1,255 @@
+// Encoder–decoder families loaded from Hugging Face folders by runtime::load_model equal PyTorch
+// (tests/fixtures/make_encdec_fixtures.py): Flan-T5 (gated GELU, untied head, heads·d_kv ≠ d_model),
+// T5 v1.0 (ReLU, tied head scaled by d^-½, 8 buckets up to distance 16), BART (learned positions + 2,
+// layernorm_embedding, final_logits_bias), Marian (sinusoids, √d embeddings; shared and separate
+// vocabularies, computed and saved position tables). Logits within 1e-4, every attention weight
+// (encoder, decoder self, cross) within 1e-5, teacher-forced in one pass and token by token; then
+// generation — greedy and beam search with transformers' options — token for token, and the
+// attention of the returned beam against a teacher-forced pass over it.
+#include <cmath>
+#include <set>
+
+#include "generate/generator.h"
+#include "test_runtime_parity.h"
+
+using namespace attnlens;
+using namespace parity;
+using runtime::load_model;
+
+namespace {
+
+std::string dir(const std::string& name) { return testutil::fixture_path("encdec/" + name); }
+
+std::unique_ptr<runtime::LoadedModel> load_folder(const std::string& name) {
+  std::vector<FilePtr> files;
+  for (const char* f : {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json"}) {
+    const std::string p = dir(name) + "/" + f;
+    if (!testutil::file_exists(p)) continue;
+    auto file = std::make_shared<runtime::File>();
+    file->name = f;
+    file->bytes = testutil::read_bytes(p);
+    files.push_back(file);
+  }
+  return load_model(files);
+}
+
+struct EncDecRef {
+  explicit EncDecRef(const std::string& name) : fx(dir(name + "_ref.json")) {
+    source = fx.config().at("source").get<std::vector<int>>();
+    target = fx.config().at("target").get<std::vector<int>>();
+    logits = fx.get("logits");
+    vocab = int(fx.shape("logits")[1]);
+    enc = fx.get("encoder_attention");
+    self = fx.get("self_attention");
+    cross = fx.get("cross_attention");
+    auto se = fx.shape("encoder_attention"), sd = fx.shape("self_attention");
+    enc_layers = int(se[0]);
+    dec_layers = int(sd[0]);
+    heads = int(se[1]);
+  }
+  int S() const { return int(source.size()); }
+  int T() const { return int(target.size()); }
+  testutil::JsonFixture fx;
+  std::vector<int> source, target;
+  std::vector<float> logits, enc, self, cross;
+  int vocab = 0, enc_layers = 0, dec_layers = 0, heads = 0;
+};
+
+// Record (kind, layer) rows q0 … q0+nq against reference [L][H][Tq][Tk] rows.
+void compare_record(const nn::AttentionRecorder& rec, nn::AttentionKind kind, const std::vector<float>& want, int layers,
+                    int heads, int Tq, int Tk, int q0, int nq, Worst& w) {
+  for (int l = 0; l < layers; ++l) {
+    const nn::AttentionRecord* r = rec.find(kind, l);
+    REQUIRE(r);
+    REQUIRE(r->n_heads == heads);
+    REQUIRE(r->n_queries == nq);
+    REQUIRE(r->q_pos0 == q0);
+    const int keys = kind == nn::AttentionKind::Self ? q0 + nq : Tk;
+    REQUIRE(r->n_keys == keys);
+    for (int h = 0; h < heads; ++h)
+      for (int i = 0; i < nq; ++i)
+        for (int j = 0; j < keys; ++j)
+          w.add(r->row(h, i)[j], want[((size_t(l) * heads + h) * Tq + q0 + i) * Tk + j], 1e-5);
+  }
+}
+
+void check_teacher_forced(const std::string& name, const std::string& arch) {
+  auto m = load_folder(name);
+  const EncDecRef ref(name);
+  const models::Model& model = m->model();
+  INFO(name);
+  CHECK(model.info().architecture == arch);
+  CHECK(model.info().kind == models::ModelKind::EncoderDecoder);
+  CHECK(model.info().vocab_size == ref.vocab);
+  CHECK(model.info().n_encoder_layers == ref.enc_layers);
+  CHECK(model.info().n_layers == ref.dec_layers);
+  const int S = ref.S(), T = ref.T(), V = ref.vocab;
+  {  // one pass over the whole target
+    auto s = model.new_session();
+    nn::AttentionRecorder rec;
+    s->recorder = &rec;
+    model.encode(*s, ref.source.data(), S);
+    const float* lg = model.decode(*s, ref.target.data(), T, true);
+    Worst wl, we, ws, wc;
+    for (size_t i = 0; i < size_t(T) * V; ++i) wl.add(lg[i], ref.logits[i], 1e-4);
+    compare_record(rec, nn::AttentionKind::Encoder, ref.enc, ref.enc_layers, ref.heads, S, S, 0, S, we);
+    compare_record(rec, nn::AttentionKind::Self, ref.self, ref.dec_layers, ref.heads, T, T, 0, T, ws);
+    compare_record(rec, nn::AttentionKind::Cross, ref.cross, ref.dec_layers, ref.heads, T, S, 0, T, wc);
+    INFO("prefill: logits " << wl.str() << "; encoder " << we.str() << "; self " << ws.str() << "; cross " << wc.str());
+    CHECK(wl.failures == 0);
+    CHECK(we.failures == 0);
+    CHECK(ws.failures == 0);
+    CHECK(wc.failures == 0);
+    CHECK(wl.n == size_t(T) * V);
+  }
+  {  // one target token at a time through the KV cache
+    auto s = model.new_session();
+    nn::AttentionRecorder rec;
+    s->recorder = &rec;
+    model.encode(*s, ref.source.data(), S);
+    Worst wl, ws, wc;
+    for (int t = 0; t < T; ++t) {
+      const float* lg = model.decode(*s, &ref.target[size_t(t)], 1);
+      for (int v = 0; v < V; ++v) wl.add(lg[v], ref.logits[size_t(t) * V + v], 1e-4);
+      compare_record(rec, nn::AttentionKind::Self, ref.self, ref.dec_layers, ref.heads, T, T, t, 1, ws);
+      compare_record(rec, nn::AttentionKind::Cross, ref.cross, ref.dec_layers, ref.heads, T, S, t, 1, wc);
+    }
+    INFO("step: logits " << wl.str() << "; self " << ws.str() << "; cross " << wc.str());
+    CHECK(wl.failures == 0);
+    CHECK(ws.failures == 0);
+    CHECK(wc.failures == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Flan-T5 HF folder equals PyTorch (gated GELU, untied head, 6 heads x 8 != d_model 32)", "[runtime][encdec][t5]") {
+  check_teacher_forced("flan_t5", "t5");
+}
+
+TEST_CASE("T5 v1.0 HF folder equals PyTorch (ReLU, tied head scaled by d^-1/2, clipped buckets)", "[runtime][encdec][t5]") {
+  check_teacher_forced("t5", "t5");
+}
+
+TEST_CASE("BART HF folder equals PyTorch (learned positions + 2, layernorm_embedding, final_logits_bias)",
+          "[runtime][encdec][bart]") {
+  check_teacher_forced("bart", "bart");
+}
+
+TEST_CASE("Marian HF folder equals PyTorch (sinusoids, scaled embeddings, shared vocabulary)", "[runtime][encdec][marian]") {
+  check_teacher_forced("marian", "marian");
+}
+
+TEST_CASE("Marian HF folder with separate vocabularies and saved position tables equals PyTorch",
+          "[runtime][encdec][marian]") {
+  check_teacher_forced("marian_separate", "marian");
+  auto m = load_folder("marian_separate");
+  CHECK(m->model().info().source_vocab_size == 90);
+  CHECK(m->model().info().vocab_size == 70);
+}
+
+// --- generation ------------------------------------------------------------------------------------
+
+namespace {
+
+// A fixture case's options (Hugging Face names, as generate() takes them) → GenerateOptions.
+generate::GenerateOptions options_of(const nlohmann::json& base, const nlohmann::json& opts) {
+  generate::GenerateOptions o;
+  o.sampling.temperature = 0.f;
+  o.max_new_tokens = base.at("max_new_tokens");
+  nlohmann::json all = base;
+  for (auto it = opts.begin(); it != opts.end(); ++it) all[it.key()] = it.value();
+  o.beams.num_beams = all.value("num_beams", 1);
+  o.beams.length_penalty = all.value("length_penalty", 1.0f);
+  if (all.contains("early_stopping")) {
+    const auto& e = all.at("early_stopping");
+    o.beams.early_stopping = e == "never" ? generate::EarlyStopping::Never
+                             : e == true  ? generate::EarlyStopping::Done
+                                          : generate::EarlyStopping::Heuristic;
+  }
+  o.processors.no_repeat_ngram_size = all.value("no_repeat_ngram_size", 0);
+  o.processors.min_new_tokens = std::max(0, all.value("min_length", 0) - 1);  // min_length counts the start token
+  if (all.contains("bad_words_ids")) o.processors.bad_words = all.at("bad_words_ids").get<std::vector<std::vector<int>>>();
+  o.processors.forced_bos_token = all.value("forced_bos_token_id", -1);
+  o.processors.forced_eos_token = all.value("forced_eos_token_id", -1);
+  o.sampling.repetition_penalty = all.value("repetition_penalty", 1.0f);
+  return o;
+}
+
+void check_generation(const std::string& name) {
+  auto m = load_folder(name);
+  const EncDecRef ref(name);
+  const nlohmann::json& cfg = ref.fx.config();
+  const nlohmann::json& gens = cfg.at("generation");
+  // The base options every case shares are recorded with the first case's name in the script; the
+  // start and end tokens come from the folder's config, as generation uses them.
+  const generate::PromptFormat& pf = m->prompt_format();
+  const models::Model& model = m->model();
+  for (const auto& g : gens) {
+    const std::string label = name + "/" + g.at("name").get<std::string>();
+    INFO(label);
+    const std::vector<int> want = g.at("tokens").get<std::vector<int>>();
+    CHECK(pf.decoder_start_token == want[0]);
+    nlohmann::json base = {{"max_new_tokens", cfg.at("max_new_tokens")}};
+    for (const char* k : {"bad_words_ids", "forced_bos_token_id", "forced_eos_token_id"})
+      if (cfg.at("base").contains(k)) base[k] = cfg.at("base").at(k);
+    const generate::GenerateOptions o = options_of(base, g.at("options"));
+    auto s = model.new_session();
+    nn::AttentionRecorder rec;
+    s->recorder = &rec;
+    const bool beam_case = g.at("name") == cfg.at("beam_case");
+    Worst ws, wc;
+    int seen = 0;
+    std::set<int> passes;
+    const int S = ref.S(), Tf = int(want.size()) - 1;
+    std::vector<float> bself, bcross;
+    if (beam_case) {
+      bself = ref.fx.get("beam_self_attention");
+      bcross = ref.fx.get("beam_cross_attention");
+    }
+    const auto r = generate::generate_from_tokens(
+        model, m->require_tokenizer(), pf, *s, ref.source, o, [&](const generate::TokenEvent& ev) {
+          if (beam_case) {
+            // As after a greedy step, the recorder holds the pass that ran this token (the next
+            // token's chooser), or, after the last token, the pass that chose it: either way a
+            // pass of the returned beam, whose rows must equal the teacher-forced reference.
+            const nn::AttentionRecord* r0 = rec.find(nn::AttentionKind::Self, 0);
+            REQUIRE(r0);
+            const int q = r0->q_pos0;
+            CHECK((q == ev.position || q == ev.position - 1));
+            passes.insert(q);
+            compare_record(rec, nn::AttentionKind::Self, bself, ref.dec_layers, ref.heads, Tf, Tf, q, 1, ws);
+            compare_record(rec, nn::AttentionKind::Cross, bcross, ref.dec_layers, ref.heads, Tf, S, q, 1, wc);
+          }
+          ++seen;
+          return true;
+        });
+    CHECK(r.tokens == want);
+    CHECK(seen == int(want.size()) - 1);
+    CHECK(r.finish_reason == (want.back() == pf.eos_token ? "eos" : "length"));
+    if (o.beams.num_beams > 1) {
+      CHECK(r.score == Approx(g.at("score").get<double>()).margin(1e-4));
+      const auto& hyps = g.at("hypotheses");
+      REQUIRE(r.hypotheses.size() == hyps.size());
+      for (size_t i = 0; i < hyps.size(); ++i) {
+        CHECK(r.hypotheses[i].tokens == hyps[i].at("tokens").get<std::vector<int>>());
+        CHECK(r.hypotheses[i].score == Approx(hyps[i].at("score").get<double>()).margin(1e-4));
+      }
+    }
+    if (beam_case) {
+      INFO("returned beam's attention: self " << ws.str() << "; cross " << wc.str());
+      CHECK(ws.failures == 0);
+      CHECK(wc.failures == 0);
+      CHECK(ws.n > 0);
+      // queries 1 … Tf−1, and Tf−1 again after the last token (query 0 chose the first token, before any callback)
+      CHECK(int(passes.size()) == std::max(1, Tf - 1));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("encoder-decoder generation equals transformers' generate(): greedy and beam search, token for token",
+          "[runtime][encdec][generate]") {
+  for (const char* name : {"flan_t5", "t5", "bart", "marian", "marian_separate"}) check_generation(name);
+}
