@@ -3,6 +3,8 @@
 //
 //   attnlens generate  --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
 //                      [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--quantize q8_0] [--json]
+//                      [--num-beams B] [--length-penalty L] [--early-stopping true|false|never]
+//                      [--no-repeat-ngram-size N] [--min-tokens N]
 //   attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
 //                      [sampling flags] [--layer L] [--head H] --json
 //   attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--json]
@@ -21,7 +23,8 @@ const api = () => import('../web/src/index.mjs');
 const USAGE = `usage:
   attnlens generate  --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
                      [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop TEXT]
-                     [--quantize q8_0] [--json]
+                     [--quantize q8_0] [--json] [--num-beams B] [--length-penalty L]
+                     [--early-stopping true|false|never] [--no-repeat-ngram-size N] [--min-tokens N]
   attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
                      [sampling flags] [--layer L] [--head H] --json
   attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--json]
@@ -32,7 +35,10 @@ PATH: a model file (.bin, .gguf, .safetensors), a Hugging Face-style folder, or 
 chat template with the assistant's turn opened; --json then also prints "chat_prompt", the rendered text.
 generate --json prints {"tokens", "text", "prefill_ms", "decode_tokens_per_s"}; attention --json prints
 {"tokens", "pieces", "attention": [layer][head][query][key]} over every position (0 past the query).
-Defaults: --max-tokens 128, --temperature 1, --top-k 0 (off), --top-p 1, --seed random.`;
+Defaults: --max-tokens 128, --temperature 1, --top-k 0 (off), --top-p 1, --seed random, --num-beams 1;
+an encoder-decoder model's own generation settings (generation_config.json) replace these defaults
+(e.g. 4 beams and greedy decoding for a Marian translation model). With --num-beams > 1 the search
+is greedy (temperature 0) and --json adds "score".`;
 
 const OPTIONS = {
   model: { type: 'string' },
@@ -46,6 +52,11 @@ const OPTIONS = {
   'top-k': { type: 'string' },
   'top-p': { type: 'string' },
   'repetition-penalty': { type: 'string' },
+  'num-beams': { type: 'string' },
+  'length-penalty': { type: 'string' },
+  'early-stopping': { type: 'string' },
+  'no-repeat-ngram-size': { type: 'string' },
+  'min-tokens': { type: 'string' },
   seed: { type: 'string' },
   stop: { type: 'string', multiple: true },
   layer: { type: 'string' },
@@ -88,8 +99,16 @@ async function openModel(flags) {
 }
 
 function generateOptions(flags) {
+  const early = flags['early-stopping'];
+  if (early !== undefined && !['true', 'false', 'never'].includes(early))
+    throw new UsageError(`--early-stopping must be true, false or never, got "${early}"`);
   const o = {
-    maxNewTokens: number(flags, 'max-tokens', { integer: true }) ?? 128,
+    maxNewTokens: number(flags, 'max-tokens', { integer: true }),
+    minNewTokens: number(flags, 'min-tokens', { integer: true }),
+    numBeams: number(flags, 'num-beams', { integer: true }),
+    lengthPenalty: number(flags, 'length-penalty'),
+    earlyStopping: early === undefined ? undefined : early === 'never' ? 'never' : early === 'true',
+    noRepeatNgramSize: number(flags, 'no-repeat-ngram-size', { integer: true }),
     temperature: number(flags, 'temperature'),
     topK: number(flags, 'top-k', { integer: true }),
     topP: number(flags, 'top-p'),
@@ -138,6 +157,7 @@ async function generate(flags) {
     if (r.source) out.source = r.source;
     out.finish_reason = r.finishReason;
     out.seed = r.seed;
+    if (r.score !== undefined) out.score = r.score;
     console.log(JSON.stringify(out));
   } finally {
     await model.dispose();

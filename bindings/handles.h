@@ -60,6 +60,10 @@ val to_array(const std::vector<std::string>& v);                // a plain Array
 double number_field(const val& o, const char* key, double fallback);
 bool bool_field(const val& o, const char* key, bool fallback);
 std::vector<std::string> strings_field(const val& o, const char* key);  // array of strings; absent = {}
+// An array of arrays of integers (badWordsIds); absent = {}.
+std::vector<std::vector<int>> int_lists_field(const val& o, const char* key);
+// A JSON value (objects, arrays, numbers, strings, booleans, null) as the same JS value.
+val json_to_val(const nlohmann::json& j);
 
 // A tokenizer's card as JS sees it (model.info.tokenizer, tokenizer.info: index.d.ts TokenizerInfo):
 // kind, vocabSize, bosId, eosId, the special tokens' text, addBosToken / addEosToken,
@@ -122,16 +126,21 @@ class SessionHandle {
   void reset();
 
   // Generation, one token per step() so JS can yield and abort between tokens. options: {maxNewTokens,
-  // temperature, topK, topP, repetitionPenalty, seed, stop} (web/src/validate.mjs generateOptions) and
-  // prefillChunk (tokens per prefill step; 0 = the whole prompt).
+  // temperature, topK, topP, repetitionPenalty, seed, stop, numBeams, lengthPenalty, earlyStopping,
+  // noRepeatNgramSize, minNewTokens, badWordsIds, forcedBosTokenId, forcedEosTokenId}
+  // (web/src/validate.mjs generateOptions) and prefillChunk (tokens per prefill step; 0 = the whole prompt).
   void start(const val& prompt_ids, const val& options);
-  val step();   // {token, position, piece, text, done} or null when finished; token -1: a prefill step
+  // {token, position, piece, text, done} or null when finished; token -1: a prefill step (position =
+  // prompt tokens fed so far); {pending: true, done} while a beam search is still searching.
+  val step();
+  bool searching() const { return gen_ && gen_->searching(); }
   void abort();
   // flag: an Int32Array on a SharedArrayBuffer that another thread sets to 1 to stop the pass that
   // runs (checked between layers: Session::should_stop), or null.
   void set_stop_flag(const val& flag);
   // The GenerateResult so far: {text, tokens, pieces, source, promptTokens, finishReason, seed,
-  // timings: {prefillMs, decodeMs, decodedTokens, tokensPerSecond}}.
+  // timings: {prefillMs, decodeMs, decodedTokens, tokensPerSecond}}, and with beam search score and
+  // hypotheses [{tokens, text, score}] (best first).
   val result() const;
 
  private:

@@ -74,6 +74,7 @@ val ModelHandle::prompt_format() const {
     o.set("sourceSuffixEos", p.source_suffix_eos);
     o.set("eosToken", p.eos_token);
     o.set("chatTemplates", chat_templates(m_->tokenizer_config()));
+    o.set("generation", json_to_val(m_->generation_defaults()));
     return o;
   });
 }

@@ -83,6 +83,41 @@ std::vector<std::string> strings_field(const val& o, const char* key) {
   return out;
 }
 
+std::vector<std::vector<int>> int_lists_field(const val& o, const char* key) {
+  const val v = field(o, key);
+  std::vector<std::vector<int>> out;
+  if (v.isUndefined()) return out;
+  AL_CHECK(v.isArray(), "option ", key, " must be an array of arrays of token ids");
+  const int n = v["length"].as<int>();
+  for (int i = 0; i < n; ++i) {
+    const val inner = v[i];
+    AL_CHECK(inner.isArray(), "option ", key, "[", i, "] must be an array of token ids");
+    out.push_back(to_ints(inner, key));
+  }
+  return out;
+}
+
+val json_to_val(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::object: {
+      val o = val::object();
+      for (auto it = j.begin(); it != j.end(); ++it) o.set(it.key(), json_to_val(it.value()));
+      return o;
+    }
+    case nlohmann::json::value_t::array: {
+      val a = val::array();
+      for (size_t i = 0; i < j.size(); ++i) a.set(i, json_to_val(j[i]));
+      return a;
+    }
+    case nlohmann::json::value_t::string: return val(j.get<std::string>());
+    case nlohmann::json::value_t::boolean: return val(j.get<bool>());
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::json::value_t::number_float: return val(j.get<double>());
+    default: return val::null();
+  }
+}
+
 // Bytes the engine has allocated (in use) and the size of the wasm heap (which never shrinks).
 val memory_stats() {
   struct mallinfo mi = mallinfo();

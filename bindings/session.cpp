@@ -104,6 +104,36 @@ void SessionHandle::start(const val& prompt_ids, const val& options) {
     const double chunk = number_field(options, "prefillChunk", 0);
     AL_CHECK(chunk >= 0 && chunk <= (1 << 30) && chunk == double(int(chunk)), "prefillChunk must be a non-negative integer, got ", chunk);
     o.prefill_chunk = int(chunk);
+    const double beams = number_field(options, "numBeams", 1);
+    AL_CHECK(beams >= 1 && beams <= 256 && beams == double(int(beams)), "numBeams must be an integer from 1 to 256, got ",
+             beams);
+    o.beams.num_beams = int(beams);
+    o.beams.length_penalty = float(number_field(options, "lengthPenalty", 1.0));
+    const val early = options.isUndefined() || options.isNull() ? val::undefined() : options["earlyStopping"];
+    if (!early.isUndefined()) {
+      AL_CHECK(early.isTrue() || early.isFalse() || (early.isString() && early.as<std::string>() == "never"),
+               "option earlyStopping must be true, false or \"never\"");
+      o.beams.early_stopping = early.isString() ? generate::EarlyStopping::Never
+                               : early.isTrue() ? generate::EarlyStopping::Done
+                                                : generate::EarlyStopping::Heuristic;
+    }
+    auto count = [&](const char* key) {
+      const double v = number_field(options, key, 0);
+      AL_CHECK(v >= 0 && v <= (1 << 30) && v == double(int(v)), key, " must be a non-negative integer, got ", v);
+      return int(v);
+    };
+    auto token = [&](const char* key) {
+      const val v = options.isUndefined() || options.isNull() ? val::undefined() : options[key];
+      if (v.isUndefined() || v.isNull()) return -1;
+      const double t = number_field(options, key, -1);
+      AL_CHECK(t >= 0 && t == double(int(t)), key, " must be a token id, got ", t);
+      return int(t);
+    };
+    o.processors.no_repeat_ngram_size = count("noRepeatNgramSize");
+    o.processors.min_new_tokens = count("minNewTokens");
+    o.processors.bad_words = int_lists_field(options, "badWordsIds");
+    o.processors.forced_bos_token = token("forcedBosTokenId");
+    o.processors.forced_eos_token = token("forcedEosTokenId");
     gen_.reset();
     if (s_->recorder) recorder_.clear();
     seed_ = o.sampling.seed;
@@ -119,6 +149,11 @@ val SessionHandle::step() {
     generate::TokenEvent ev;
     if (!gen_->step(ev)) return val::null();
     val o = val::object();
+    if (ev.token < 0 && ev.position < 0) {  // a beam search step: nothing chosen yet
+      o.set("pending", true);
+      o.set("done", gen_->done());
+      return o;
+    }
     o.set("token", ev.token);  // -1: a prefill step (position = prompt tokens fed so far)
     o.set("position", ev.position);
     if (ev.token >= 0) o.set("piece", m_->require_tokenizer().piece(ev.token));
@@ -167,6 +202,20 @@ val SessionHandle::result() const {
     timings.set("decodedTokens", r.decoded);
     timings.set("tokensPerSecond", r.decode_ms > 0 ? r.decoded * 1000.0 / r.decode_ms : 0.0);
     o.set("timings", timings);
+    if (!r.hypotheses.empty()) {
+      o.set("score", r.score);
+      val hyps = val::array();
+      for (size_t i = 0; i < r.hypotheses.size(); ++i) {
+        const generate::ScoredSequence& h = r.hypotheses[i];
+        val e = val::object();
+        e.set("tokens", to_array(h.tokens));
+        e.set("text", t.decode(std::vector<int>(h.tokens.begin() + std::min(h.tokens.size(), size_t(r.prompt_tokens)),
+                                                h.tokens.end())));
+        e.set("score", h.score);
+        hyps.set(i, e);
+      }
+      o.set("hypotheses", hyps);
+    }
     return o;
   });
 }
@@ -198,6 +247,7 @@ EMSCRIPTEN_BINDINGS(attnlens_session) {
       .function("reset", &SessionHandle::reset)
       .function("start", &SessionHandle::start)
       .function("step", &SessionHandle::step)
+      .function("searching", &SessionHandle::searching)
       .function("abort", &SessionHandle::abort)
       .function("setStopFlag", &SessionHandle::set_stop_flag)
       .function("result", &SessionHandle::result);

@@ -52,7 +52,7 @@ bool starts_with_brace(const Bytes& f) {
   for (size_t i = 0; i < f.size; ++i) {
     uint8_t c = f.data[i];
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
-    return c == '{';
+    return c == '{' || c == '[';  // a JSON object, or a list (sentence-transformers' modules.json)
   }
   return false;
 }

@@ -75,6 +75,10 @@ const float* Model::encode(Session&, const int*, int, const int*) const {
   fail(info().architecture, " is a ", model_kind_name(kind()), " model: it has no encoder (use decode)");
 }
 
+const float* Model::encode_batch(Session&, const EncoderBatch&) const {
+  fail(info().architecture, " is a ", model_kind_name(kind()), " model: it does not encode batches");
+}
+
 const float* Model::mlm_logits(Session&) const {
   fail(info().architecture, " model has no masked-language-model head");
 }

@@ -58,6 +58,14 @@ struct Shape {
 ModelInfo make_info(const std::string& architecture, ModelKind kind, const Shape& s, const std::string& positions,
                     const Weights& w);
 
+// A batch of sequences for an encoder, padded on the right to one length.
+struct EncoderBatch {
+  const int* tokens = nullptr;       // [batch][length] (padding positions hold any valid id, e.g. pad)
+  const int* token_types = nullptr;  // [batch][length], or null: all 0
+  const uint8_t* padding = nullptr;  // [batch][length], non-zero = padding (a suffix of each row); null: none
+  int batch = 1, length = 0;
+};
+
 // Per-sequence state.
 class Session {
  public:
@@ -114,6 +122,11 @@ class Model {
   // session as the decoder's memory (and reset the decoder); encoder-only models return the hidden
   // states [n][d_model]. token_types: BERT's segment ids (null = all 0).
   virtual const float* encode(Session& s, const int* tokens, int n, const int* token_types = nullptr) const;
+
+  // Encoder-only models: a batch of padded sequences in one pass → hidden states [batch·length][d_model].
+  // Each sequence attends to its own tokens only; padded keys get exactly zero weight (recorded as 0:
+  // records are [batch][heads][length][length]).
+  virtual const float* encode_batch(Session& s, const EncoderBatch& b) const;
 
   // Encoder-only models with a masked-LM head: logits [n][vocab] of the last encode(); else error.
   virtual const float* mlm_logits(Session& s) const;

@@ -14,8 +14,7 @@ std::unique_ptr<Model> build_from_gguf(const nlohmann::json& meta, const TensorM
   if (arch == "gptneox") return build_gptneox_gguf(meta, tensors, o);
   if (arch == "gpt2") return build_gpt2_gguf(meta, tensors, o);
   if (arch == "t5") return build_t5_gguf(meta, tensors, o);
-  fail(o.source, ": unsupported architecture \"", arch,
-       "\" (supported in GGUF: llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, gptneox, gpt2, t5)");
+  if (arch == "bert") return build_bert_gguf(meta, tensors, o);
 }
 
 std::unique_ptr<Model> build_from_hf_config(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o) {
@@ -37,6 +36,15 @@ std::unique_ptr<Model> build_from_hf_config(const nlohmann::json& config, const 
     return build_gpt2_hf(config, tensors, o);
   if (arch == "BertModel" || arch == "BertForMaskedLM" || arch == "BertForPreTraining" || (arch.empty() && type == "bert"))
     return build_bert_hf(config, tensors, o);
+  if (arch == "RobertaModel" || arch == "RobertaForMaskedLM" || arch == "XLMRobertaModel" || arch == "XLMRobertaForMaskedLM" ||
+      (arch.empty() && (type == "roberta" || type == "xlm-roberta")))
+    return build_encoder_hf("roberta", config, tensors, o);
+  if (arch == "DistilBertModel" || arch == "DistilBertForMaskedLM" || (arch.empty() && type == "distilbert"))
+    return build_encoder_hf("distilbert", config, tensors, o);
+  if (arch == "AlbertModel" || arch == "AlbertForMaskedLM" || arch == "AlbertForPreTraining" || (arch.empty() && type == "albert"))
+    return build_encoder_hf("albert", config, tensors, o);
+  if (arch == "MPNetModel" || arch == "MPNetForMaskedLM" || (arch.empty() && type == "mpnet"))
+    return build_encoder_hf("mpnet", config, tensors, o);
   if (arch == "AttnLensSeq2Seq" || type == "attnlens-seq2seq") return build_seq2seq_hf(config, tensors, o);
   if (arch == "T5ForConditionalGeneration" || arch == "T5WithLMHeadModel" || arch == "MT5ForConditionalGeneration" ||
       arch == "UMT5ForConditionalGeneration" || (arch.empty() && (type == "t5" || type == "mt5" || type == "umt5")))
@@ -44,10 +52,6 @@ std::unique_ptr<Model> build_from_hf_config(const nlohmann::json& config, const 
   if (arch == "BartForConditionalGeneration" || (arch.empty() && type == "bart")) return build_bart_hf(config, tensors, o);
   if (arch == "MarianMTModel" || (arch.empty() && type == "marian")) return build_marian_hf(config, tensors, o);
   fail(o.source, ": unsupported architecture \"", arch.empty() ? type : arch,
-       "\" (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GemmaForCausalLM, ",
-       "Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM, GPTNeoXForCausalLM, GPT2LMHeadModel, BertModel, ",
-       "BertForMaskedLM, T5ForConditionalGeneration, MT5ForConditionalGeneration, UMT5ForConditionalGeneration, ",
-       "BartForConditionalGeneration, MarianMTModel, AttnLensSeq2Seq)");
 }
 
 }  // namespace attnlens::models

@@ -25,11 +25,12 @@ struct BuildOptions {
 };
 
 // GGUF metadata (also what the llama.2c reader produces): general.architecture "llama", "qwen2",
-// "qwen3", "gemma", "gemma2", "gemma3", "phi3", "gptneox", "gpt2", "t5" (llama.cpp's names and keys).
+// "qwen3", "gemma", "gemma2", "gemma3", "phi3", "gptneox", "gpt2", "t5", "bert" (llama.cpp's names and keys).
 std::unique_ptr<Model> build_from_gguf(const nlohmann::json& metadata, const TensorMap& tensors, const BuildOptions& o);
 // Hugging Face config.json: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
 // GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM, GPTNeoXForCausalLM,
-// GPT2LMHeadModel (and GPT2Model), BertModel (and BertForMaskedLM), T5ForConditionalGeneration (and
+// GPT2LMHeadModel (and GPT2Model), BertModel (and BertForMaskedLM), RoBERTa, XLM-R, DistilBERT, ALBERT,
+// MPNet (models and masked-LM heads), T5ForConditionalGeneration (and
 // MT5/UMT5), BartForConditionalGeneration, MarianMTModel, AttnLensSeq2Seq.
 std::unique_ptr<Model> build_from_hf_config(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o);
 
@@ -49,6 +50,10 @@ std::unique_ptr<Model> build_gptneox_hf(const nlohmann::json& config, const Tens
 std::unique_ptr<Model> build_gpt2_gguf(const nlohmann::json& metadata, const TensorMap& tensors, const BuildOptions& o);
 std::unique_ptr<Model> build_gpt2_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o);
 std::unique_ptr<Model> build_bert_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o);
+// family: "bert", "roberta", "distilbert", "albert", "mpnet" (bert.cpp).
+std::unique_ptr<Model> build_encoder_hf(const std::string& family, const nlohmann::json& config, const TensorMap& tensors,
+                                        const BuildOptions& o);
+std::unique_ptr<Model> build_bert_gguf(const nlohmann::json& metadata, const TensorMap& tensors, const BuildOptions& o);
 std::unique_ptr<Model> build_seq2seq_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o);
 std::unique_ptr<Model> build_t5_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o);
 std::unique_ptr<Model> build_t5_gguf(const nlohmann::json& metadata, const TensorMap& tensors, const BuildOptions& o);

@@ -1,6 +1,7 @@
 #include "runtime/loader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include "core/error.h"
@@ -186,11 +187,24 @@ struct Roles {
   const File* special_tokens_map = nullptr;
   const File* chat_template_json = nullptr;
   std::vector<const File*> jinja;  // chat_template.jinja, NAME.jinja
+  // sentence-transformers: modules.json, sentence_bert_config.json, and each module's config.json
+  // (e.g. 1_Pooling/config.json), by the module folder's name.
+  const File* modules = nullptr;
+  const File* st_config = nullptr;
+  std::vector<std::pair<std::string, const File*>> module_configs;
 };
 
 bool ends_with(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// The folder a file sits in, when its name has one ("1_Pooling/config.json" → "1_Pooling").
+std::string parent_name(const std::string& path) {
+  const size_t slash = path.find_last_of("/\\");
+  if (slash == std::string::npos) return "";
+  const size_t before = path.find_last_of("/\\", slash == 0 ? 0 : slash - 1);
+  return path.substr(before == std::string::npos ? 0 : before + 1, slash - (before == std::string::npos ? 0 : before + 1));
 }
 
 void assign(const File*& slot, const File& f, const char* role) {
@@ -214,7 +228,14 @@ Roles classify(const std::vector<FilePtr>& files) {
       case FileKind::Safetensors: r.safetensors.push_back(&f); break;
       case FileKind::SafetensorsIndex: assign(r.index, f, "model.safetensors.index.json"); break;
       case FileKind::Json: {
-        if (name == "config.json") assign(r.config, f, "config.json");
+        const std::string parent = parent_name(f.name);
+        // A sentence-transformers module's config sits in the module's folder ("1_Pooling/…").
+        if (name == "config.json" && !parent.empty() && std::isdigit(static_cast<unsigned char>(parent[0])) &&
+            parent.find('_') != std::string::npos)
+          r.module_configs.push_back({parent, &f});
+        else if (name == "modules.json") assign(r.modules, f, "modules.json");
+        else if (name == "sentence_bert_config.json") assign(r.st_config, f, "sentence_bert_config.json");
+        else if (name == "config.json") assign(r.config, f, "config.json");
         else if (name == "tokenizer.json") assign(r.tokenizer_json, f, "tokenizer.json");
         else if (name == "generation_config.json") assign(r.generation_config, f, "generation_config.json");
         else if (name == "tokenizer_config.json") assign(r.tokenizer_config, f, "tokenizer_config.json");
@@ -375,6 +396,77 @@ nlohmann::json generation_defaults(const models::Model& model, const nlohmann::j
   return d;
 }
 
+// sentence-transformers' pipeline (modules.json: Transformer → Pooling [→ Normalize]) or GGUF's
+// pooling_type; every module and option AttnLens does not run is an error naming it.
+EmbeddingConfig embedding_config(const models::Model& model, const Roles& r, const nlohmann::json& gguf) {
+  EmbeddingConfig e;
+  const bool encoder = model.kind() == models::ModelKind::EncoderOnly;
+  if (!r.modules) {
+    AL_CHECK(r.module_configs.empty() && !r.st_config, "sentence-transformers files were given without modules.json");
+    if (encoder && gguf.contains("pooling_type")) {
+      // llama.cpp's enum llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank
+      const int t = gguf.at("pooling_type").get<int>();
+      AL_CHECK(t >= 0 && t <= 2, "GGUF bert.pooling_type ", t, " (last / rank) is not supported (none, mean, cls)");
+      e.pooling = t == 2 ? models::Pooling::Cls : models::Pooling::Mean;
+      e.from = "gguf";
+    }
+    return e;
+  }
+  AL_CHECK(encoder, r.modules->name, ": sentence-transformers pipelines are supported over encoder-only models, not ",
+           models::model_kind_name(model.kind()), " ones");
+  const nlohmann::json modules = parse_json(*r.modules);
+  AL_CHECK(modules.is_array() && !modules.empty(), r.modules->name, ": must be a non-empty list of modules");
+  e.from = "sentence-transformers";
+  bool pooled = false;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const nlohmann::json& m = modules[i];
+    AL_CHECK(m.is_object() && m.contains("type") && m.at("type").is_string(), r.modules->name, ": module ", i,
+             " has no type");
+    const std::string type = m.at("type"), path = m.value("path", "");
+    if (type == "sentence_transformers.models.Transformer") {
+      AL_CHECK(i == 0 && path.empty(), r.modules->name, ": the Transformer module must come first, at the top folder");
+    } else if (type == "sentence_transformers.models.Pooling") {
+      const File* cfg = nullptr;
+      for (const auto& [folder, f] : r.module_configs)
+        if (folder == path) cfg = f;
+      AL_CHECK(cfg, r.modules->name, ": module ", i, " (Pooling) needs ", path, "/config.json, which was not given");
+      const nlohmann::json p = parse_json(*cfg);
+      int modes = 0;
+      for (auto it = p.begin(); it != p.end(); ++it) {
+        const std::string k = it.key();
+        if (k.rfind("pooling_mode_", 0) != 0 || it.value() != true) continue;
+        ++modes;
+        if (k == "pooling_mode_mean_tokens") e.pooling = models::Pooling::Mean;
+        else if (k == "pooling_mode_cls_token") e.pooling = models::Pooling::Cls;
+        else if (k == "pooling_mode_max_tokens") e.pooling = models::Pooling::Max;
+        else fail(cfg->name, ": ", k, " is not supported (mean, cls or max tokens)");
+      }
+      AL_CHECK(modes == 1, cfg->name, ": ", modes, " pooling modes are on; AttnLens runs exactly one");
+      AL_CHECK(p.value("include_prompt", true), cfg->name, ": include_prompt false is not supported");
+      if (p.contains("word_embedding_dimension"))
+        AL_CHECK(p.at("word_embedding_dimension") == model.info().d_model, cfg->name, ": word_embedding_dimension ",
+                 p.at("word_embedding_dimension").dump(), " differs from the model's ", model.info().d_model);
+      pooled = true;
+    } else if (type == "sentence_transformers.models.Normalize") {
+      AL_CHECK(pooled && i + 1 == modules.size(), r.modules->name, ": Normalize must follow Pooling, last");
+      e.normalize = true;
+    } else {
+      fail(r.modules->name, ": module ", i, " is a ", type, ", which AttnLens does not run (Transformer, Pooling, Normalize)");
+    }
+  }
+  AL_CHECK(pooled, r.modules->name, ": no Pooling module");
+  if (r.st_config) {
+    const nlohmann::json c = parse_json(*r.st_config);
+    if (c.contains("max_seq_length") && !c.at("max_seq_length").is_null()) {
+      AL_CHECK(c.at("max_seq_length").is_number_integer() && c.at("max_seq_length").get<int64_t>() > 0, r.st_config->name,
+               ": max_seq_length must be a positive integer");
+      e.max_length = int(std::min<int64_t>(c.at("max_seq_length").get<int64_t>(), model.info().context_length));
+    }
+    AL_CHECK(!c.value("do_lower_case", false), r.st_config->name, ": do_lower_case true is not supported");
+  }
+  return e;
+}
+
 }  // namespace
 
 const Tokenizer& LoadedModel::require_tokenizer() const {
@@ -434,6 +526,7 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
   build.format = options.format;
   build.llamacpp_gelu = options.llamacpp_gelu;
   nlohmann::json config;
+  nlohmann::json gguf_meta;
 
   if (r.gguf) {
     AL_CHECK(!r.llama2c && r.safetensors.empty(), "a GGUF file and another checkpoint were given together");
@@ -441,6 +534,7 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
     in_file(r.gguf->name, [&] {
       ModelFile g = read_gguf(bytes_of(*r.gguf));
       out->format_ = "gguf";
+      if (g.config.contains("bert.pooling_type")) gguf_meta["pooling_type"] = g.config["bert.pooling_type"];
       out->model_ = models::build_from_gguf(g.config, g.tensors, build);
       out->tokenizer_ = gguf_tokenizer(g.config, r.gguf->name);
       out->tokenizer_config_ = read_gguf_tokenizer_config(g.config, r.gguf->name);
@@ -510,6 +604,7 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
   in_file(r.config ? r.config->name : "the model's metadata", [&] {
     set_prompt_format(out->model(), out->tokenizer_.get(), config, out->tokenizer_config_, special, out->prompt_);
   });
+  out->embedding_ = embedding_config(out->model(), r, gguf_meta);
   out->generation_ = generation_defaults(out->model(), settings,
                                          r.generation_config ? r.generation_config->name : build.source);
   return out;

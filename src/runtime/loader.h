@@ -18,6 +18,7 @@
 #include "generate/generator.h"
 #include "models/model.h"
 #include "models/weights.h"
+#include "runtime/embedding.h"
 #include "runtime/tokenizer_config.h"
 #include "tokenizers/tokenizer.h"
 
@@ -49,6 +50,9 @@ class LoadedModel {
   // The model's own generation settings (encoder–decoder models: generation_config.json / config.json)
   // under the JS API's option names (maxNewTokens, numBeams, …); {} when it has none.
   const nlohmann::json& generation_defaults() const { return generation_; }
+  // Encoder-only models: how to pool sentence embeddings (sentence-transformers modules.json,
+  // 1_Pooling/config.json, Normalize and sentence_bert_config.json; GGUF pooling_type).
+  const EmbeddingConfig& embedding() const { return embedding_; }
   size_t file_bytes() const;  // bytes of the files held
   // Bytes held whatever runs: the files plus what the model owns (weight copies, tables).
   size_t weight_memory_bytes() const { return file_bytes() + model_->info().owned_bytes; }
@@ -62,6 +66,7 @@ class LoadedModel {
   generate::PromptFormat prompt_;
   TokenizerConfig tokenizer_config_;
   nlohmann::json generation_ = nlohmann::json::object();
+  EmbeddingConfig embedding_;
 };
 
 std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOptions& options = {});

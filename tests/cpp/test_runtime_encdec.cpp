@@ -1,6 +1,6 @@
 // Encoder–decoder families loaded from Hugging Face folders by runtime::load_model equal PyTorch
 // (tests/fixtures/make_encdec_fixtures.py): Flan-T5 (gated GELU, untied head, heads·d_kv ≠ d_model),
-// T5 v1.0 (ReLU, tied head scaled by d^-½, 8 buckets up to distance 16), BART (learned positions + 2,
+// T5 v1.0 (ReLU, tied head scaled by d^-½, 8 buckets), BART (learned positions + 2,
 // layernorm_embedding, final_logits_bias), Marian (sinusoids, √d embeddings; shared and separate
 // vocabularies, computed and saved position tables). Logits within 1e-4, every attention weight
 // (encoder, decoder self, cross) within 1e-5, teacher-forced in one pass and token by token; then
@@ -9,7 +9,9 @@
 #include <cmath>
 #include <set>
 
+#include "formats/model_file.h"
 #include "generate/generator.h"
+#include "models/registry.h"
 #include "test_runtime_parity.h"
 
 using namespace attnlens;
@@ -252,4 +254,55 @@ void check_generation(const std::string& name) {
 TEST_CASE("encoder-decoder generation equals transformers' generate(): greedy and beam search, token for token",
           "[runtime][encdec][generate]") {
   for (const char* name : {"flan_t5", "t5", "bart", "marian", "marian_separate"}) check_generation(name);
+}
+
+// --- GGUF "t5" as llama.cpp writes and runs it (tests/fixtures/make_gguf_encdec_fixtures.py) -------------
+
+namespace {
+
+// The model of a GGUF file, built without its tokenizer (the "t5" Unigram vocabulary belongs to the
+// tokenizer work; the weights and keys are what is checked here).
+std::unique_ptr<models::Model> gguf_model(const std::string& name, std::vector<uint8_t>& bytes) {
+  bytes = testutil::read_bytes(dir(name + ".gguf"));
+  const ModelFile g = read_gguf(Bytes{bytes.data(), bytes.size(), name + ".gguf"});
+  return models::build_from_gguf(g.config, g.tensors, {});
+}
+
+std::vector<float> teacher_forced(const models::Model& m, const EncDecRef& ref) {
+  auto s = m.new_session();
+  m.encode(*s, ref.source.data(), ref.S());
+  const float* lg = m.decode(*s, ref.target.data(), ref.T(), true);
+  return std::vector<float>(lg, lg + size_t(ref.T()) * ref.vocab);
+}
+
+}  // namespace
+
+TEST_CASE("T5 GGUF (llama.cpp's t5 names and keys) equals the HF folder's PyTorch reference and llama.cpp",
+          "[runtime][encdec][t5][gguf]") {
+  for (const char* name : {"flan_t5", "t5"}) {
+    INFO(name);
+    std::vector<uint8_t> bytes;
+    auto m = gguf_model(name, bytes);
+    const EncDecRef ref(name);
+    CHECK(m->info().architecture == "t5");
+    CHECK(m->info().head_dim == 8);
+    const std::vector<float> ours = teacher_forced(*m, ref);
+    Worst torch, llama;
+    for (size_t i = 0; i < ours.size(); ++i) torch.add(ours[i], ref.logits[i], 1e-4);
+    INFO("against PyTorch: " << torch.str());
+    CHECK(torch.failures == 0);
+    // llama.cpp on the same file. Tied head (t5): llama.cpp applies no d_model^-1/2 (src/models/t5.cpp),
+    // so its logits are ours · √d_model. Flan-T5: llama.cpp's GELU is ggml's tanh approximation read
+    // from an f16 table, 7.6e-3 off PyTorch's at most on these logits (the ReLU t5 file agrees to 2e-6
+    // once scaled): the tolerance for it is 1e-2 of a logit range of 17.
+    const testutil::JsonFixture lc(dir(std::string(name) + "_gguf_llamacpp.json"));
+    const std::vector<float> theirs = lc.get("logits");
+    REQUIRE(theirs.size() == ours.size());
+    const bool tied = std::string(name) == "t5";
+    const double scale = tied ? std::sqrt(double(m->info().d_model)) : 1.0;
+    for (size_t i = 0; i < ours.size(); ++i) llama.add(ours[i] * scale, theirs[i], tied ? 1e-4 * scale : 1e-2);
+    INFO("against llama.cpp: " << llama.str());
+    CHECK(llama.failures == 0);
+    CHECK(lc.config().at("decoder_start") == 0);
+  }
 }

@@ -261,7 +261,7 @@ TEST_CASE("safetensors folders: bad input names the file and the problem", "[run
     CHECK_ERROR(b->model().encode(*bs, ok, 2, types), "token type 2 at index 1 is out of range [0, 2)");
     // More positions than the model has.
     std::vector<int> long_prompt(33, 5);
-    CHECK_ERROR(b->model().encode(*bs, long_prompt.data(), 33), "33 tokens exceed BERT's 32 positions");
+    CHECK_ERROR(b->model().encode(*bs, long_prompt.data(), 33), "33 tokens exceed the 32 positions of bert");
     CHECK_ERROR(g->model().decode(*s, long_prompt.data(), 33), "context overflow");
   }
 }

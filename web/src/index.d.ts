@@ -223,6 +223,8 @@ export interface PromptFormat {
   eosToken: number;
   /** The chat templates' Jinja sources by name ({} when the model has none). */
   chatTemplates: Record<string, string>;
+  /** The model's own generation settings (encoder–decoder models), under the option names of generate(). */
+  generation: Partial<Omit<SamplingOptions, 'seed' | 'stop' | 'signal'>>;
 }
 
 /** Token ids: an array or an integer typed array. */
@@ -266,10 +268,17 @@ export interface ForwardResult {
 /** A prompt: text, token ids, or a conversation rendered by the model's chat template. */
 export type Prompt = string | TokenIds | readonly ChatMessage[];
 
+/**
+ * Options left out take the model's own generation settings when it has them (encoder–decoder models:
+ * generation_config.json / config.json, as `model.promptFormat.generation`; e.g. a Marian model's
+ * numBeams 4 and badWordsIds [[pad]]), else the defaults below.
+ */
 export interface SamplingOptions {
   /** New tokens at most (default 128). */
   maxNewTokens?: number;
-  /** 0 = greedy (default 1). */
+  /** At least this many new tokens: end-of-sequence tokens are banned before (default 0). */
+  minNewTokens?: number;
+  /** 0 = greedy (default 1; 0 with numBeams > 1 or when the model's settings say do_sample false). */
   temperature?: number;
   /** Keep the k most likely tokens (0 = off, the default). */
   topK?: number;
@@ -279,12 +288,29 @@ export interface SamplingOptions {
   repetitionPenalty?: number;
   /** Seed of the sampler (an integer ≥ 0; default random, reported in the result). */
   seed?: number;
-  /** Stop when the text contains one of these (the text is cut before it). */
+  /** Stop when the text contains one of these (the text is cut before it; not with beam search). */
   stop?: string | string[];
   /** Stops the generation within one token: it then resolves with finishReason "aborted". */
   signal?: AbortSignal;
   /** A conversation prompt: how it is rendered (addGenerationPrompt defaults to true here). */
   chat?: ChatTemplateOptions;
+  /**
+   * Beam search with this many beams (default 1 = none), as transformers' generate() does it:
+   * greedy within beams (temperature 0), hypotheses scored sum(log p) / length^lengthPenalty.
+   */
+  numBeams?: number;
+  /** Exponent of the length normalisation of beam scores (default 1; > 0 favours longer outputs). */
+  lengthPenalty?: number;
+  /** Beam search stops once numBeams hypotheses are done (true), when none can improve by a heuristic (false, default), or only when none can improve at all ('never'). */
+  earlyStopping?: boolean | 'never';
+  /** No n-gram of this size is generated twice (0 = off). */
+  noRepeatNgramSize?: number;
+  /** Token sequences never generated. */
+  badWordsIds?: number[][];
+  /** The first new token is forced to this one (BART). */
+  forcedBosTokenId?: number | null;
+  /** The last allowed new token (at maxNewTokens) is forced to this one. */
+  forcedEosTokenId?: number | null;
 }
 
 export interface GenerateOptions extends SamplingOptions {
@@ -311,8 +337,12 @@ export interface GenerateResult {
   promptTokens: number;
   finishReason: FinishReason;
   seed: number;
-  /** prefilledTokens: prompt tokens the prefill fed (fewer than promptTokens when aborted during the prefill). */
+  /** prefilledTokens: prompt tokens the prefill fed (fewer than promptTokens when aborted during the prefill); decodedTokens counts every beam's tokens with beam search. */
   timings: { prefillMs: number; prefilledTokens: number; decodeMs: number; decodedTokens: number; tokensPerSecond: number };
+  /** Beam search: the returned sequence's score (sum of log-probabilities / length^lengthPenalty). */
+  score?: number;
+  /** Beam search: every hypothesis kept (up to numBeams), best first. */
+  hypotheses?: { tokens: number[]; text: string; score: number }[];
 }
 
 export interface StreamStep {
@@ -327,6 +357,8 @@ export interface StreamStep {
   /**
    * With options.attentions: the weights of the forward pass that produced this token (the whole
    * prompt at the first step, for encoder–decoder models with the encoder's; then one query row).
+   * With beam search the steps come once the search is over, one per token of the returned beam,
+   * each with the pass of that beam that chose it.
    */
   attentions?: Attentions;
   /** On the last step: the result, as generate() returns it. */

@@ -312,7 +312,7 @@ export class Model {
   }
 
   #plan(prompt, options) {
-    const opts = check.generateOptions(prompt, options);
+    const opts = check.generateOptions(prompt, options, this.promptFormat.generation ?? {});
     const att = this.#attentionOption(options.attentions);
     // A conversation is rendered now (template errors throw before the model is touched) and
     // tokenized without adding special tokens, as encodeChat() does.
@@ -369,9 +369,16 @@ export class Model {
         // or for the first token the prefill's chunks stacked. The encoder runs once, at prefill:
         // its weights come with the first step only.
         let attentions;
-        if (att && !first) attentions = new Attentions(readAttention(s).records.filter((r) => r.kind !== 'encoder'));
+        // (While a beam search runs, steps choose nothing and there is no attention to hand out;
+        // then the returned beam's tokens come one per step, each with its own pass's weights.)
+        if (att && !first && !s.searching()) attentions = new Attentions(readAttention(s).records.filter((r) => r.kind !== 'encoder'));
         const ev = s.step();
         if (!ev) break;
+        if (ev.pending) {  // a beam search step
+          if (ev.done) break;
+          await yieldToEventLoop();
+          continue;
+        }
         if (ev.token < 0) {  // a prefill step: the prompt (or a chunk of it) went in; no token yet
           if (att) prefill.push(readAttention(s));
           if (!ev.done) await yieldToEventLoop();

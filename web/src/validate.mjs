@@ -79,20 +79,44 @@ export function attentionOptionFor(v, name, info) {
   return att;
 }
 
-/** Generation options → what the engine takes (defaults filled in, every value checked). */
-export function generateOptions(p, o) {
+/**
+ * Generation options → what the engine takes (defaults filled in, every value checked). `defaults`
+ * are the model's own generation settings (promptFormat.generation: an encoder–decoder model's
+ * generation_config.json / config.json), used for the options the caller leaves out.
+ */
+export function generateOptions(p, o, defaults = {}) {
   prompt(p);
   options(o, 'generate');
+  const pick = (k) => (o[k] !== undefined ? o[k] : defaults[k]);
+  const numBeams = number(pick('numBeams') ?? 1, 'numBeams', { min: 1, integer: true, max: 256 });
   const engine = {
-    maxNewTokens: number(o.maxNewTokens ?? 128, 'maxNewTokens', { min: 0, integer: true, max: 1 << 20 }),
-    temperature: number(o.temperature ?? 1, 'temperature', { min: 0 }),
-    topK: number(o.topK ?? 0, 'topK', { min: 0, integer: true, max: 2 ** 31 - 1 }),
-    topP: number(o.topP ?? 1, 'topP', { min: 0, max: 1, minExclusive: true }),
-    repetitionPenalty: number(o.repetitionPenalty ?? 1, 'repetitionPenalty', { min: 0, minExclusive: true }),
+    maxNewTokens: number(pick('maxNewTokens') ?? 128, 'maxNewTokens', { min: 0, integer: true, max: 1 << 20 }),
+    // beam search picks the likeliest beams: greedy unless the caller asks for sampling
+    temperature: number(pick('temperature') ?? (numBeams > 1 ? 0 : 1), 'temperature', { min: 0 }),
+    topK: number(pick('topK') ?? 0, 'topK', { min: 0, integer: true, max: 2 ** 31 - 1 }),
+    topP: number(pick('topP') ?? 1, 'topP', { min: 0, max: 1, minExclusive: true }),
+    repetitionPenalty: number(pick('repetitionPenalty') ?? 1, 'repetitionPenalty', { min: 0, minExclusive: true }),
     seed: number(o.seed ?? Math.floor(Math.random() * 2 ** 32), 'seed', { min: 0, integer: true, max: Number.MAX_SAFE_INTEGER }),
     stop: o.stop === undefined ? [] : Array.isArray(o.stop) ? o.stop : [o.stop],
+    numBeams,
+    lengthPenalty: number(pick('lengthPenalty') ?? 1, 'lengthPenalty', {}),
+    earlyStopping: pick('earlyStopping') ?? false,
+    noRepeatNgramSize: number(pick('noRepeatNgramSize') ?? 0, 'noRepeatNgramSize', { min: 0, integer: true, max: 1 << 20 }),
+    minNewTokens: number(pick('minNewTokens') ?? 0, 'minNewTokens', { min: 0, integer: true, max: 1 << 20 }),
+    badWordsIds: pick('badWordsIds') ?? [],
   };
+  for (const k of ['forcedBosTokenId', 'forcedEosTokenId']) {
+    const v = pick(k);
+    if (v !== undefined && v !== null) engine[k] = number(v, k, { min: 0, integer: true, max: 2 ** 31 - 1 });
+  }
   if (!engine.stop.every((s) => typeof s === 'string')) throw new TypeError('stop must be a string or an array of strings');
+  if (![true, false, 'never'].includes(engine.earlyStopping))
+    throw new TypeError(`earlyStopping must be true, false or 'never', got ${String(engine.earlyStopping)}`);
+  if (!Array.isArray(engine.badWordsIds) || !engine.badWordsIds.every((w) => Array.isArray(w) && w.length && w.every(Number.isInteger)))
+    throw new TypeError('badWordsIds must be an array of non-empty arrays of token ids');
+  if (numBeams > 1 && engine.temperature > 0)
+    throw new RangeError(`numBeams ${numBeams} with temperature ${engine.temperature}: beam search keeps the likeliest beams (temperature 0); sampling within beams is not supported`);
+  if (numBeams > 1 && engine.stop.length) throw new RangeError('stop strings are not supported with beam search (numBeams > 1)');
   if (o.signal !== undefined && !(typeof o.signal === 'object' && o.signal !== null && 'aborted' in o.signal))
     throw new TypeError('signal must be an AbortSignal');
   const conversation = isMessages(p);

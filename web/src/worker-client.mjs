@@ -187,7 +187,9 @@ function prepareSource(source) {
 // The options a generation sends to the worker (functions and signals stay here).
 function generationOptions(o) {
   const out = {};
-  for (const key of ['maxNewTokens', 'temperature', 'topK', 'topP', 'repetitionPenalty', 'seed', 'stop', 'attentions', 'chat'])
+  for (const key of ['maxNewTokens', 'temperature', 'topK', 'topP', 'repetitionPenalty', 'seed', 'stop', 'attentions', 'chat',
+    'numBeams', 'lengthPenalty', 'earlyStopping', 'noRepeatNgramSize', 'minNewTokens', 'badWordsIds', 'forcedBosTokenId',
+    'forcedEosTokenId'])
     if (o[key] !== undefined) out[key] = o[key];
   return out;
 }
@@ -289,7 +291,7 @@ export class WorkerModel {
   #checkGeneration(prompt, options) {
     this.#alive();
     check.options(options, 'generate');
-    check.generateOptions(prompt, options);
+    check.generateOptions(prompt, options, this.promptFormat.generation ?? {});
     check.attentionOptionFor(options.attentions, 'attentions', this.info);
     if (typeof prompt !== 'string' && !check.isMessages(prompt)) check.tokenIds(prompt, 'prompt', this.info.vocabSize);
   }
