@@ -15,6 +15,8 @@ std::unique_ptr<Model> build_from_gguf(const nlohmann::json& meta, const TensorM
   if (arch == "gpt2") return build_gpt2_gguf(meta, tensors, o);
   if (arch == "t5") return build_t5_gguf(meta, tensors, o);
   if (arch == "bert") return build_bert_gguf(meta, tensors, o);
+  fail(o.source, ": unsupported architecture \"", arch,
+       "\" (supported in GGUF: llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, gptneox, gpt2, t5, bert)");
 }
 
 std::unique_ptr<Model> build_from_hf_config(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o) {
@@ -52,6 +54,12 @@ std::unique_ptr<Model> build_from_hf_config(const nlohmann::json& config, const 
   if (arch == "BartForConditionalGeneration" || (arch.empty() && type == "bart")) return build_bart_hf(config, tensors, o);
   if (arch == "MarianMTModel" || (arch.empty() && type == "marian")) return build_marian_hf(config, tensors, o);
   fail(o.source, ": unsupported architecture \"", arch.empty() ? type : arch,
+       "\" (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GemmaForCausalLM, ",
+       "Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM, GPTNeoXForCausalLM, GPT2LMHeadModel, BertModel, ",
+       "BertForMaskedLM, RobertaModel, RobertaForMaskedLM, XLMRobertaModel, XLMRobertaForMaskedLM, DistilBertModel, ",
+       "DistilBertForMaskedLM, AlbertModel, AlbertForMaskedLM, MPNetModel, MPNetForMaskedLM, T5ForConditionalGeneration, ",
+       "MT5ForConditionalGeneration, UMT5ForConditionalGeneration, BartForConditionalGeneration, MarianMTModel, ",
+       "AttnLensSeq2Seq)");
 }
 
 }  // namespace attnlens::models

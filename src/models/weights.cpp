@@ -51,7 +51,7 @@ const float* Weights::to_f32(const TensorView& t) {
   return out;
 }
 
-const TensorView& Weights::use(const std::string& name) {
+const float* Weights::vector(const std::string& name, int64_t n) {
   const TensorView& t = tensors_.get(name);
   used_.insert(name);
   AL_CHECK(t.numel() == n && (t.shape.size() == 1 || (t.shape.size() == 2 && t.shape[0] == 1)), tensors_.context,
@@ -107,7 +107,8 @@ nn::Matrix Weights::table(const std::string& name, int64_t rows, int64_t cols) {
 }
 
 const float* Weights::f32_table(const std::string& name, int64_t rows, int64_t cols) {
-  const TensorView& t = use(name, {rows, cols});
+  const TensorView& t = tensors_.get(name, {rows, cols});
+  used_.insert(name);
   count(rows * cols, size_t(rows * cols) * sizeof(float));
   return as_f32(t);
 }

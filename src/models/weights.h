@@ -84,8 +84,6 @@ class Weights {
   float* own(size_t floats);
   nn::Matrix quantized_or_f32(const std::string& name, const float* f, int64_t rows, int64_t cols);
   void count_matrix(DType t) { (t == DType::Q8_0 ? q8_matrices_ : f32_matrices_)++; }
-  const TensorView& use(const std::string& name);
-  const TensorView& use(const std::string& name, const std::vector<int64_t>& shape);
   void count(int64_t params, size_t bytes) {
     params_ += params;
     bytes_read_ += bytes;

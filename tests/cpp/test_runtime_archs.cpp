@@ -389,7 +389,7 @@ TEST_CASE("architectures: unknown ones are named with the supported list", "[run
   auto bytes = parity::patched(g->bytes, "qwen3", "mamba", parity::find_bytes(g->bytes, "general.architecture"));
   CHECK_ERROR(load_model({bytes_file("qwen3.gguf", bytes)}),
               "qwen3.gguf: unsupported architecture \"mamba\" (supported in GGUF: llama, qwen2, qwen3, gemma, gemma2, "
-              "gemma3, phi3, gptneox, gpt2)");
+              "gemma3, phi3, gptneox, gpt2, t5, bert)");
 }
 
 TEST_CASE("architectures: anything in a file that is not applied is an error", "[runtime][archs][errors]") {
