@@ -9,6 +9,8 @@
 //                      [sampling flags] [--layer L] [--head H] --json
 //   attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--json]
 //   attnlens info      --model PATH [--tokenizer PATH]
+//   attnlens embed     --model PATH --text TEXT [--text TEXT …] [--pooling mean|cls|max] [--normalize true|false] [--json]
+//   attnlens fill-mask --model PATH --text TEXT [--top-k K] [--json]
 //
 // PATH is a file or a Hugging Face-style folder; a name from models/manifest.json (e.g. kjv-gpt2)
 // also works. These flags are a stable interface: other tools rely on them.
@@ -29,6 +31,8 @@ const USAGE = `usage:
                      [sampling flags] [--layer L] [--head H] --json
   attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--json]
   attnlens info      --model PATH [--tokenizer PATH]
+  attnlens embed     --model PATH --text TEXT [--text TEXT …] [--pooling mean|cls|max] [--normalize true|false] [--json]
+  attnlens fill-mask --model PATH --text TEXT [--top-k K] [--json]
 
 PATH: a model file (.bin, .gguf, .safetensors), a Hugging Face-style folder, or a built-in model name.
 --chat: the prompt is a user message (after --system TEXT, a system message), rendered by the model's
@@ -44,9 +48,11 @@ const OPTIONS = {
   model: { type: 'string' },
   tokenizer: { type: 'string' },
   prompt: { type: 'string' },
-  text: { type: 'string' },
+  text: { type: 'string', multiple: true },
   chat: { type: 'boolean' },
   system: { type: 'string' },
+  pooling: { type: 'string' },
+  normalize: { type: 'string' },
   'max-tokens': { type: 'string' },
   temperature: { type: 'string' },
   'top-k': { type: 'string' },
@@ -211,24 +217,63 @@ async function attention(flags) {
 }
 
 async function tokenize(flags) {
-  if (flags.text === undefined) throw new UsageError('--text TEXT is required');
+  const text = oneText(flags);
   if (!flags.model && !flags.tokenizer) throw new UsageError('--model PATH or --tokenizer PATH is required');
   let r;
   if (flags.model) {
     const model = await openModel(flags);
     try {
       // As generation feeds it (e.g. BOS first for Llama).
-      r = await model.tokenize(flags.text);
+      r = await model.tokenize(text);
     } finally {
       await model.dispose();
     }
   } else {
     const { loadTokenizer } = await api();
     const t = await loadTokenizer(resolvePath(flags.tokenizer));
-    r = t.tokenize(flags.text);
+    r = t.tokenize(text);
     t.dispose();
   }
   console.log(flags.json ? JSON.stringify({ ids: r.ids, pieces: r.pieces }) : r.ids.join(' '));
+}
+
+function oneText(flags) {
+  if (!flags.text?.length) throw new UsageError('--text TEXT is required');
+  if (flags.text.length > 1) throw new UsageError('give one --text');
+  return flags.text[0];
+}
+
+async function embed(flags) {
+  if (!flags.text?.length) throw new UsageError('--text TEXT is required (repeat it for several inputs)');
+  const o = {};
+  if (flags.pooling !== undefined) o.pooling = flags.pooling;
+  if (flags.normalize !== undefined) {
+    if (!['true', 'false'].includes(flags.normalize)) throw new UsageError(`--normalize must be true or false, got "${flags.normalize}"`);
+    o.normalize = flags.normalize === 'true';
+  }
+  const model = await openModel(flags);
+  try {
+    const r = await model.embed(flags.text, o);
+    const out = { embeddings: r.embeddings.map((e) => Array.from(e)), tokens: r.tokens, truncated: r.truncated,
+      pooling: r.pooling, normalize: r.normalize };
+    if (flags.json) console.log(JSON.stringify(out));
+    else r.embeddings.forEach((e, i) => console.log(`${flags.text[i]}\t${Array.from(e, (x) => x.toFixed(5)).join(' ')}`));
+  } finally {
+    await model.dispose();
+  }
+}
+
+async function fillMask(flags) {
+  const text = oneText(flags);
+  const topK = number(flags, 'top-k', { integer: true });
+  const model = await openModel(flags);
+  try {
+    const r = await model.fillMask(text, topK === undefined ? {} : { topK });
+    if (flags.json) console.log(JSON.stringify({ tokens: r.tokens, masks: r.masks }));
+    else for (const m of r.masks) for (const c of m.candidates) console.log(`${c.score.toFixed(4)}\t${c.piece}\t${c.sequence}`);
+  } finally {
+    await model.dispose();
+  }
 }
 
 async function info(flags) {
@@ -252,7 +297,7 @@ async function main(argv) {
     console.log(USAGE);
     return;
   }
-  const commands = { generate, attention, tokenize, info };
+  const commands = { generate, attention, tokenize, info, embed, 'fill-mask': fillMask };
   if (!commands[command]) throw new UsageError(`unknown command "${command}"`);
   if (command === 'attention' && !flags.json) throw new UsageError('attention prints JSON: add --json');
   await commands[command](flags);

@@ -116,6 +116,11 @@ class SessionHandle {
   val decode(const val& tokens, bool all_logits);   // Float32Array view, valid until the next call
   val encode(const val& tokens, const val& token_types);  // hidden states view [n][d_model]
   val mlm_logits();                                 // view [n][vocab]
+  // Encoder-only models: sentence embeddings of inputs (an array of strings, or of token-id arrays)
+  // run as one padded batch. options: {pooling: "mean" | "cls" | "max", normalize: bool} (absent: the
+  // model's own, runtime/embedding.h). → {embeddings: [Float32Array], tokens: [[ids]], truncated:
+  // [count], length, pooling, normalize}; attention (if recording) is [input][heads][length][length].
+  val embed(const val& inputs, const val& options);
   val attention() const;  // [{kind, layer, heads, queries, keys, queryStart, data: Float32Array view}]
   int position() const { return s_->position(); }
   int capacity() const { return s_->cache.capacity(); }

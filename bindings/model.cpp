@@ -75,6 +75,18 @@ val ModelHandle::prompt_format() const {
     o.set("eosToken", p.eos_token);
     o.set("chatTemplates", chat_templates(m_->tokenizer_config()));
     o.set("generation", json_to_val(m_->generation_defaults()));
+    // Encoder-only models: the masked-LM placeholder token and how sentence embeddings are pooled.
+    const Tokenizer* t = m_->tokenizer();
+    int mask = -1;
+    if (t) mask = t->token_id("[MASK]") >= 0 ? t->token_id("[MASK]") : t->token_id("<mask>");
+    o.set("maskToken", mask);
+    const runtime::EmbeddingConfig& e = m_->embedding();
+    val emb = val::object();
+    emb.set("pooling", std::string(models::pooling_name(e.pooling)));
+    emb.set("normalize", e.normalize);
+    emb.set("maxLength", e.max_length > 0 ? e.max_length : m_->model().info().context_length);
+    emb.set("from", e.from);
+    o.set("embedding", emb);
     return o;
   });
 }

@@ -58,6 +58,61 @@ val SessionHandle::mlm_logits() {
   });
 }
 
+val SessionHandle::embed(const val& inputs, const val& options) {
+  return guarded([&] {
+    AL_CHECK(m_->model().kind() == models::ModelKind::EncoderOnly, "embed: ", m_->model().info().architecture,
+             " is not an encoder-only model");
+    AL_CHECK(inputs.isArray() && inputs["length"].as<int>() > 0, "embed: inputs must be a non-empty array");
+    const runtime::EmbeddingConfig& cfg = m_->embedding();
+    const int n = inputs["length"].as<int>();
+    const int limit = cfg.max_length > 0 ? cfg.max_length : m_->model().info().context_length;
+    runtime::EncoderInputs in;
+    if (inputs[0].isString()) {
+      std::vector<std::string> texts;
+      for (int i = 0; i < n; ++i) {
+        AL_CHECK(inputs[i].isString(), "embed: inputs[", i, "] must be a string like the others");
+        texts.push_back(inputs[i].as<std::string>());
+      }
+      in = runtime::tokenize_inputs(m_->require_tokenizer(), texts, limit);
+    } else {
+      for (int i = 0; i < n; ++i) {
+        in.ids.push_back(to_ints(inputs[i], "inputs[i]"));
+        AL_CHECK(int(in.ids.back().size()) <= limit, "embed: inputs[", i, "] has ", in.ids.back().size(),
+                 " tokens, more than the ", limit, " this model takes (texts are truncated; token ids are not)");
+        in.truncated.push_back(0);
+      }
+    }
+    models::Pooling pooling = cfg.pooling;
+    const val p = options.isUndefined() || options.isNull() ? val::undefined() : options["pooling"];
+    if (!p.isUndefined()) {
+      AL_CHECK(p.isString(), "option pooling must be a string");
+      pooling = models::parse_pooling(p.as<std::string>());
+    }
+    const bool normalize = bool_field(options, "normalize", cfg.normalize);
+    const Tokenizer* tok = m_->tokenizer();
+    const int pad = tok && tok->pad_id() >= 0 ? tok->pad_id() : 0;
+    if (s_->recorder) recorder_.clear();
+    const runtime::Embeddings e = runtime::embed_ids(m_->model(), *s_, in.ids, pad, pooling, normalize);
+    val o = val::object();
+    val vectors = val::array(), tokens = val::array(), special = val::array();
+    for (size_t i = 0; i < e.vectors.size(); ++i) {
+      vectors.set(i, val::global("Float32Array").new_(typed_memory_view(e.vectors[i].size(), e.vectors[i].data())));
+      tokens.set(i, to_array(in.ids[i]));
+      val flags = val::array();
+      for (size_t t = 0; t < in.ids[i].size(); ++t) flags.set(t, tok != nullptr && tok->is_special(in.ids[i][t]));
+      special.set(i, flags);
+    }
+    o.set("embeddings", vectors);
+    o.set("tokens", tokens);
+    o.set("special", special);  // [input][token]: a special token ([CLS], [SEP], <s>, </s> …)
+    o.set("truncated", to_array(in.truncated));
+    o.set("length", e.length);
+    o.set("pooling", std::string(models::pooling_name(pooling)));
+    o.set("normalize", normalize);
+    return o;
+  });
+}
+
 val SessionHandle::attention() const {
   return guarded([&] {
     val out = val::array();
@@ -69,6 +124,7 @@ val SessionHandle::attention() const {
       o.set("queries", r.n_queries);
       o.set("keys", r.n_keys);
       o.set("queryStart", r.q_pos0);
+      o.set("batch", r.batch);  // > 1: an encoder batch, data [batch][heads][queries][keys]
       o.set("data", val(typed_memory_view(r.weights.size(), r.weights.data())));
       out.call<void>("push", o);
     }
@@ -240,6 +296,7 @@ EMSCRIPTEN_BINDINGS(attnlens_session) {
       .function("decode", &SessionHandle::decode)
       .function("encode", &SessionHandle::encode)
       .function("mlmLogits", &SessionHandle::mlm_logits)
+      .function("embed", &SessionHandle::embed)
       .function("attention", &SessionHandle::attention)
       .function("position", &SessionHandle::position)
       .function("capacity", &SessionHandle::capacity)

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "models/config.h"
+#include "models/decoder_config.h"
 #include "models/encoder_only.h"
 #include "models/registry.h"
 
@@ -287,6 +288,8 @@ std::unique_ptr<Model> build_bert_gguf(const nlohmann::json& meta, const TensorM
   c.act = nn::Activation::GeluErf;
   AL_CHECK(c.d % c.heads == 0, o.source, ": embedding_length ", c.d, " is not divisible by head_count ", c.heads);
   c.vocab = int(tensors.get("token_embd.weight").dim(0));
+  r.number("bert.pooling_type", 0);  // (the runtime reads it: how embed() pools)
+  check_gguf_keys_used(r, "bert");
   return build(c, tensors, o);
 }
 

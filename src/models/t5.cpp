@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "models/config.h"
+#include "models/decoder_config.h"
 #include "models/encoder_decoder.h"
 #include "models/registry.h"
 
@@ -216,6 +217,8 @@ std::unique_ptr<Model> build_t5_gguf(const nlohmann::json& meta, const TensorMap
   c.gated = tensors.has("enc.blk.0.ffn_gate.weight");  // llama.cpp: gated → GELU, else ReLU
   c.act = c.gated ? nn::Activation::GeluTanh : nn::Activation::ReLU;
   c.tied = !tensors.has("output.weight");
+  r.number("t5.decoder_start_token_id", 0);  // (the runtime reads it: runtime/loader.cpp)
+  check_gguf_keys_used(r, "t5");
   return build(c, gguf_names(), tensors, o, false);
 }
 

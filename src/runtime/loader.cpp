@@ -253,6 +253,11 @@ Roles classify(const std::vector<FilePtr>& files) {
         break;
       }
       case FileKind::Unknown:
+        if (name.size() > 4 && (name.compare(name.size() - 4, 4, ".spm") == 0 ||
+                                (name.size() > 6 && name.compare(name.size() - 6, 6, ".model") == 0)))
+          fail(f.name, ": a SentencePiece model (Marian's source.spm / target.spm, T5's and ALBERT's spiece.model) — ",
+               "not supported yet; give the model's tokenizer.json if it has one, or run it from token ids without ",
+               "this file");
         fail(f.name, ": not a model file AttnLens recognises (", f.bytes.size(),
              " bytes; expected a llama2.c checkpoint or tokenizer.bin, a GGUF file, safetensors, or JSON)");
     }

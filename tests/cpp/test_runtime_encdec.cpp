@@ -7,6 +7,7 @@
 // generation — greedy and beam search with transformers' options — token for token, and the
 // attention of the returned beam against a teacher-forced pass over it.
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "formats/model_file.h"
@@ -305,4 +306,51 @@ TEST_CASE("T5 GGUF (llama.cpp's t5 names and keys) equals the HF folder's PyTorc
     CHECK(llama.failures == 0);
     CHECK(lc.config().at("decoder_start") == 0);
   }
+}
+
+TEST_CASE("encoder-decoder bad input: no decoder start token, a source past the positions, SentencePiece files",
+          "[runtime][encdec][errors]") {
+  auto with_config = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json c = nlohmann::json::parse(testutil::read_text(dir(name) + "/config.json"));
+    edit(c);
+    auto weights = std::make_shared<runtime::File>();
+    weights->name = "model.safetensors";
+    weights->bytes = testutil::read_bytes(dir(name) + "/model.safetensors");
+    auto tok = std::make_shared<runtime::File>();
+    tok->name = "tokenizer.json";
+    tok->bytes = testutil::read_bytes(dir(name) + "/tokenizer.json");
+    return load_model({text_file("config.json", c.dump()), weights, tok});
+  };
+  auto m = with_config("bart", [](nlohmann::json& c) {
+    c.erase("decoder_start_token_id");
+    c.erase("bos_token_id");
+  });
+  CHECK(m->prompt_format().decoder_start_token == -1);
+  auto s = m->model().new_session();
+  generate::GenerateOptions o;
+  CHECK_ERROR(generate::generate_from_tokens(m->model(), m->require_tokenizer(), m->prompt_format(), *s, {5, 6, 2}, o),
+              "no decoder start token: its config.json (or generation_config.json) gives no decoder_start_token_id");
+
+  auto marian = load_folder("marian");  // 40 positions
+  std::vector<int> long_source(41, 5);
+  auto ms = marian->model().new_session();
+  CHECK_ERROR(marian->model().encode(*ms, long_source.data(), 41, nullptr),
+              "the source has 41 tokens, more than the 40 positions of marian's encoder");
+  CHECK_ERROR(generate::generate_from_tokens(marian->model(), marian->require_tokenizer(), marian->prompt_format(), *ms,
+                                             long_source, o),
+              "more than the 40 positions");
+  // Token ids of the source vocabulary only (separate vocabularies: 90 source ids, 70 target ids)
+  auto sep = load_folder("marian_separate");
+  auto ss = sep->model().new_session();
+  const std::vector<int> src = {80, 85, 0};
+  CHECK_NOTHROW(sep->model().encode(*ss, src.data(), 3, nullptr));
+  const int start = 80;
+  CHECK_ERROR(sep->model().decode(*ss, &start, 1), "token id 80 at index 0 is out of range [0, 70)");
+
+  CHECK_ERROR(load_model({file("../encdec/marian/config.json"), file("../encdec/marian/model.safetensors"),
+                          bytes_file("source.spm", {0x0a, 0x0b, 0x0a, 0x05})}),
+              "source.spm: a SentencePiece model");
+  // a tensor the family does not run is refused by name
+  CHECK_ERROR(with_config("t5", [](nlohmann::json& c) { c["num_decoder_layers"] = 1; }),
+              "tensor decoder.block.1.");
 }

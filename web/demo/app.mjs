@@ -13,6 +13,7 @@ import { $, clearCssVars, formatBytes, h } from './format.mjs';
 import { invalidate, invalidateSoon } from './frame.mjs';
 import { loadErrorText, runErrorText, showMessage } from './messages.mjs';
 import { enableOffline } from './offline.mjs';
+import { encode } from './encode.mjs';
 import { generate } from './run.mjs';
 import { HEAD_AVERAGE, State } from './state.mjs';
 import { HeatImages } from './views/heat-images.mjs';
@@ -88,10 +89,6 @@ async function load(source) {
       await api.dispose();
       throw new SourceError(`${source.label} has no tokenizer, so it cannot read text. Load it together with its tokenizer (tokenizer.bin for llama2.c, tokenizer.json for safetensors).`);
     }
-    if (api.info.kind === 'encoder-only') {
-      await api.dispose();
-      throw new SourceError(`${source.label} is an encoder-only model (${api.info.architecture}): it does not generate text. Load a decoder or an encoder–decoder.`);
-    }
     const gen = await source.generationConfig();
     const previous = state.model;
     if (page.generating) page.generating.abort();
@@ -105,12 +102,29 @@ async function load(source) {
       examples: source.entry?.example_prompts ?? [],
       loadMs: performance.now() - t0,
     };
-    applySampling({ temperature: 0.8, topK: 40, topP: 1, maxNewTokens: Math.min(100, api.info.contextLength), ...samplingDefaults(gen) });
+    // An encoder–decoder's own settings (generation_config.json: greedy, beams) come with the model.
+    const own = api.info.kind === 'encoder-decoder' ? api.promptFormat.generation ?? {} : {};
+    applySampling({
+      temperature: 0.8, topK: 40, topP: 1, numBeams: 1, maxNewTokens: Math.min(100, api.info.contextLength), ...samplingDefaults(gen),
+      ...(own.temperature !== undefined ? { temperature: own.temperature } : {}),
+      ...(own.numBeams !== undefined ? { numBeams: Math.min(own.numBeams, 16) } : {}),
+      ...(own.maxNewTokens !== undefined ? { maxNewTokens: Math.min(own.maxNewTokens, 100, api.info.contextLength) } : {}),
+    });
+    const encoderOnly = api.info.kind === 'encoder-only';
+    $('#generate').textContent = encoderOnly ? 'Encode' : 'Generate';
+    $('#sampling').hidden = encoderOnly;
+    $('#compare-field').hidden = !encoderOnly;
+    $('#encode-result').hidden = true;
+    $('#prompt').placeholder = encoderOnly
+      ? `Type a text to encode${api.promptFormat.maskToken >= 0 ? ' (put the mask token in it to see what the model would fill in)' : ''}…`
+      : 'Type something for the model to continue…';
     showExamples(model, previous);
     state.set({
       model,
       run: null,
-      kind: api.info.kind === 'encoder-decoder' ? 'cross' : 'self',
+      kind: api.info.kind === 'encoder-decoder' ? 'cross' : encoderOnly ? 'encoder' : 'self',
+      input: 0,
+      key: null,
       layer: 0,
       head: HEAD_AVERAGE,
       query: null,
@@ -265,6 +279,8 @@ function showStats(run) {
   else if (run) {
     const why = { eos: 'the model ended the text', length: 'reached the token limit', stop: 'hit a stop string', context: 'the context is full', aborted: 'stopped' }[run.finishReason] ?? run.finishReason;
     note = `Finished: ${why}.${s.engineTimed ? ' Rates timed by the engine.' : ''}`;
+    if (run.beamScore !== null && run.beamScore !== undefined)
+      note += ` Beam search: the tokens came once the search was over (score ${run.beamScore.toFixed(3)}, counted over every beam's tokens).`;
     if (page.longestTask === null) note += ' No main-thread task over 50 ms while generating.';
     else if (page.longestTask !== undefined) note += ` Longest main-thread task while generating: ${page.longestTask.toFixed(0)} ms.`;
   }
@@ -283,11 +299,62 @@ if (observingLongTasks) {
   new PerformanceObserver((list) => longTasks.push(...list.getEntries())).observe({ type: 'longtask' });
 }
 
+// The outcome of an encoder run: the similarity of the two inputs, the mask's candidates.
+function showEncodeResult(run) {
+  const box = $('#encode-result');
+  const parts = [];
+  if (run?.similarity) {
+    const sim = run.similarity;
+    parts.push(h('p', { class: 'similarity' }, 'Similarity of A and B: ', h('strong', { text: sim.cosine.toFixed(4) }),
+      h('span', { class: 'hint', text: ` cosine of their ${sim.pooling}-pooled${sim.normalize ? ', normalised' : ''} embeddings` })));
+  }
+  if (run?.fill?.error) parts.push(h('p', { text: `Fill-mask: ${run.fill.error.message}` }));
+  else if (run?.fill) {
+    for (const m of run.fill.masks)
+      parts.push(h('table', {}, h('caption', { text: `Mask at #${m.position}: the model would write` }),
+        ...m.candidates.map((c) => h('tr', {}, h('td', { text: c.piece }), h('td', { text: `${(100 * c.score).toFixed(1)} %` }), h('td', { class: 'hint', text: c.sequence })))));
+  }
+  if (run?.inputs) {
+    const t = run.inputs.filter((x) => x.truncated).map((x) => `${x.label}: ${x.truncated} tokens cut`);
+    if (t.length) parts.push(h('p', { text: `Truncated to the model's limit — ${t.join(', ')}.` }));
+  }
+  box.replaceChildren(...parts);
+  box.hidden = !parts.length;
+}
+
+async function onEncode(model, runMessage) {
+  const texts = [$('#prompt').value, $('#prompt-b').value].filter((t) => t.trim());
+  $('#generate').disabled = true;
+  $('#stats').dataset.status = 'starting';
+  const run = await encode(model, texts);
+  $('#generate').disabled = !state.model;
+  if (run.status === 'error') {
+    showMessage(runMessage, runErrorText(run.error));
+    $('#stats').dataset.status = 'error';
+    return;
+  }
+  state.set({ run, input: 0, query: null, pinned: false, key: null, kind: 'encoder' });
+  state.emit(['rows']);
+  showEncodeResult(run);
+  $('#stat-prefill').textContent = run.stats.prefillMs.toFixed(0);
+  $('#stat-tokens').textContent = String(run.inputs.reduce((n, x) => n + x.real, 0));
+  $('#stat-note').textContent = `Encoded ${run.inputs.length === 1 ? 'the text' : 'both texts in one batch'}.`;
+  $('#stats').dataset.status = 'done';
+  refreshCard();
+}
+
 async function onGenerate() {
   const runMessage = $('#run-message');
   showMessage(runMessage, null);
   const model = state.model;
   if (!model) return showMessage(runMessage, 'Load a model first.');
+  if (model.info.kind === 'encoder-only') {
+    if (!$('#prompt').value.trim()) {
+      $('#prompt').focus();
+      return showMessage(runMessage, 'The text is empty: type something for the model to encode.');
+    }
+    return onEncode(model, runMessage);
+  }
   const text = $('#prompt').value;
   const conversation = chat.active;
   const prompt = conversation ? chat.messages(text) : text;
@@ -296,6 +363,7 @@ async function onGenerate() {
     if (conversation) return showMessage(runMessage, 'The message is empty: write something to the model.');
     return showMessage(runMessage, model.info.kind === 'encoder-decoder' ? 'The prompt is empty: type the text for the model to read (for example a date).' : 'The prompt is empty: type some text for the model to continue.');
   }
+  showEncodeResult(null);
   const settings = readSampling(model.info.contextLength);
   if (settings.error) return showMessage(runMessage, settings.error);
   if (conversation) settings.chat = chat.options();

@@ -12,6 +12,7 @@ const FIELDS = {
   topP: { el: '#top-p', label: 'Top-p', integer: false, min: 0.001, max: 1 },
   seed: { el: '#seed', label: 'Seed', integer: true, min: 0, max: 2 ** 32 - 1 },
   maxNewTokens: { el: '#max-tokens', label: 'New tokens', integer: true, min: 1, max: 1 << 16 },
+  numBeams: { el: '#num-beams', label: 'Beams', integer: true, min: 1, max: 16 },
 };
 
 /** The sampling settings, or { error } naming the field that is not a valid value. */
@@ -53,6 +54,11 @@ function fill(select, options, value) {
 }
 
 export function setupToolbar(state) {
+  $('#input-select').addEventListener('change', (e) => {
+    state.run?.show?.(Number(e.target.value));
+    state.set({ input: Number(e.target.value), query: null, pinned: false, key: null });
+    state.emit(['run']);
+  });
   fill($('#scale-select'), SCALES.map((s) => [s, s]), state.scale.name);
   fill($('#contrast-select'), Object.entries(CONTRASTS), state.scale.contrast);
   $('#kind-select').addEventListener('change', (e) => {
@@ -84,8 +90,12 @@ export function setupToolbar(state) {
 export function syncToolbar(state) {
   const info = state.model?.info;
   const store = state.run?.store;
-  const kinds = store?.kindNames.length ? store.kindNames : info?.kind === 'encoder-decoder' ? ['cross', 'self', 'encoder'] : ['self'];
+  const kinds = store?.kindNames.length ? store.kindNames
+    : info?.kind === 'encoder-decoder' ? ['cross', 'self', 'encoder'] : info?.kind === 'encoder-only' ? ['encoder'] : ['self'];
   fill($('#kind-select'), kinds.map((k) => [k, KIND_LABELS[k]]), state.kind);
+  const inputs = state.run?.inputs ?? [];
+  fill($('#input-select'), inputs.map((x, i) => [i, x.label]), state.run?.shown ?? 0);
+  $('#input-tool').hidden = inputs.length < 2;
   $('#kind-tool').hidden = kinds.length < 2;
   const layerCount = state.kind === 'encoder' ? info?.encoderLayers ?? 0 : info?.layers ?? 0;
   const layers = store?.layers(state.kind).length ? store.layers(state.kind) : Array.from({ length: layerCount }, (_, i) => i);

@@ -61,12 +61,14 @@ export async function generate(model, prompt, options, { signal, onUpdate = () =
     const t0 = performance.now();
     let tFirst = 0;
     let first = true;
+    // Beam search (numBeams > 1) keeps the likeliest beams: no sampling, and its tokens arrive once
+    // the search is over, each with the attention of the pass of the returned beam that chose it.
+    // Options the page has no field for (no_repeat_ngram_size, bad words …) are the model's own.
+    const beams = options.numBeams ?? 1;
     const stream = api.stream(encoded.ids, {
       attentions: true,
       maxNewTokens: options.maxNewTokens,
-      temperature: options.temperature,
-      topK: options.topK,
-      topP: options.topP,
+      ...(beams > 1 ? { numBeams: beams, temperature: 0 } : { numBeams: 1, temperature: options.temperature, topK: options.topK, topP: options.topP }),
       seed: options.seed,
       signal,
     });
@@ -112,6 +114,7 @@ export async function generate(model, prompt, options, { signal, onUpdate = () =
 function applyResult(run, result) {
   if (!result) return;
   run.finishReason = result.finishReason;
+  run.beamScore = result.score ?? null;
   run.text = result.text;
   const t = result.timings;
   if (!t) return;

@@ -17,6 +17,8 @@ export class State {
     this.layer = 0;
     this.head = HEAD_AVERAGE;
     this.query = null;       // index of the selected query token, or null
+    this.key = null;         // cross-attention: a key token pointed at (its column is shown), or null
+    this.input = 0;          // encoder models: which input of the batch is shown
     this.pinned = false;     // the query was clicked (hover no longer moves it)
     this.scale = new ColourScale('viridis', 'sqrt');
   }

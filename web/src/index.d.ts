@@ -225,6 +225,10 @@ export interface PromptFormat {
   chatTemplates: Record<string, string>;
   /** The model's own generation settings (encoder–decoder models), under the option names of generate(). */
   generation: Partial<Omit<SamplingOptions, 'seed' | 'stop' | 'signal'>>;
+  /** The masked-LM placeholder ([MASK] / <mask>), -1 if none. */
+  maskToken: number;
+  /** How embed() pools by default and the most tokens it takes per input. */
+  embedding: { pooling: 'mean' | 'cls' | 'max'; normalize: boolean; maxLength: number; from: 'sentence-transformers' | 'gguf' | 'default' };
 }
 
 /** Token ids: an array or an integer typed array. */
@@ -273,6 +277,46 @@ export type Prompt = string | TokenIds | readonly ChatMessage[];
  * generation_config.json / config.json, as `model.promptFormat.generation`; e.g. a Marian model's
  * numBeams 4 and badWordsIds [[pad]]), else the defaults below.
  */
+export interface EmbedOptions {
+  /** Default: the model's own (sentence-transformers Pooling module, GGUF pooling_type), else 'mean'. */
+  pooling?: 'mean' | 'cls' | 'max';
+  /** Divide by the Euclidean norm. Default: the model's own (a Normalize module), else false. */
+  normalize?: boolean;
+  /** Record attention: one Attentions per input, over the batch's padded length. */
+  attentions?: AttentionSelection;
+}
+
+export interface EmbedResult {
+  /** One vector of dModel floats per input. */
+  embeddings: Float32Array[];
+  /** The token ids of each input (special tokens included, after truncation). */
+  tokens: number[][];
+  pieces: string[][];
+  /** Which tokens of each input are special tokens ([CLS], [SEP], <s>, </s> …). */
+  special: boolean[][];
+  /** Tokens dropped from each input to fit the model's limit (texts only; token ids over it are an error). */
+  truncated: number[];
+  /** The padded length of the batch: each input's attention is [heads][length][length], its padded keys exactly 0. */
+  length: number;
+  pooling: 'mean' | 'cls' | 'max';
+  normalize: boolean;
+  attentions: Attentions[] | null;
+}
+
+export interface FillMaskOptions {
+  /** Candidates per mask (default 5). */
+  topK?: number;
+  attentions?: AttentionSelection;
+}
+
+export interface FillMaskResult {
+  tokens: number[];
+  pieces: string[];
+  /** For each mask token of the input: its best candidates, likeliest first. */
+  masks: { position: number; candidates: { token: number; piece: string; score: number; sequence: string }[] }[];
+  attentions: Attentions | null;
+}
+
 export interface SamplingOptions {
   /** New tokens at most (default 128). */
   maxNewTokens?: number;
@@ -403,6 +447,10 @@ export class Model {
   encodeChat(messages: readonly ChatMessage[], options?: ChatTemplateOptions): Promise<EncodedChat>;
   /** One forward pass from position 0, with the logits of every position and, if asked, attention. */
   forward(input: ForwardInput, options?: ForwardOptions): Promise<ForwardResult>;
+  /** Sentence embeddings of an encoder-only model (one padded batch). */
+  embed(inputs: string | string[] | TokenIds[], options?: EmbedOptions): Promise<EmbedResult>;
+  /** Masked-token prediction of an encoder-only model with a masked-LM head. */
+  fillMask(input: string | TokenIds, options?: FillMaskOptions): Promise<FillMaskResult>;
   /** Generates from text, token ids or a conversation (rendered with the generation prompt). */
   generate(prompt: Prompt, options?: GenerateOptions): Promise<GenerateResult>;
   /** Streams the generation token by token (breaking out of the loop stops it). */
@@ -429,6 +477,8 @@ export interface WorkerModel {
   encodeChat(messages: readonly ChatMessage[], options?: ChatTemplateOptions): Promise<EncodedChat>;
   /** Logits and attention arrays are transferred from the worker (no copy). */
   forward(input: ForwardInput, options?: ForwardOptions): Promise<ForwardResult>;
+  embed(inputs: string | string[] | TokenIds[], options?: EmbedOptions): Promise<EmbedResult>;
+  fillMask(input: string | TokenIds, options?: FillMaskOptions): Promise<FillMaskResult>;
   generate(prompt: Prompt, options?: GenerateOptions): Promise<GenerateResult>;
   stream(prompt: Prompt, options?: StreamOptions): TokenStream;
   memory(): Promise<MemoryStats>;

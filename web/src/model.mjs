@@ -60,8 +60,23 @@ function stackChunks(chunks) {
 // (length 0), the list is read again (no growth the second time).
 function readAttention(s) {
   let records = s.attention();
-  if (records.some((r) => r.data.length !== r.heads * r.queries * r.keys)) records = s.attention();
+  if (records.some((r) => r.data.length !== (r.batch ?? 1) * r.heads * r.queries * r.keys)) records = s.attention();
   return Attentions.copyFrom(records);
+}
+
+// An encoder batch's records ([input][heads][length][length]) as one Attentions per input.
+function splitBatch(att, n) {
+  return Array.from({ length: n }, (_, i) => new Attentions(att.records.map((r) => {
+    const size = r.heads * r.queries * r.keys;
+    const { batch, ...rest } = r;
+    return { ...rest, data: r.data.subarray(i * size, (i + 1) * size) };
+  })));
+}
+
+// The k largest of probs, with their ids (ties: lower id first).
+function topK(probs, k) {
+  const order = Array.from(probs.keys()).sort((a, b) => probs[b] - probs[a] || a - b);
+  return order.slice(0, k);
 }
 
 export class Model {
@@ -285,6 +300,88 @@ export class Model {
         if (!this.#lost) s.setAttention(false, [], []);
       }
     });
+  }
+
+  /**
+   * Sentence embeddings (encoder-only models): one Float32Array per input, the inputs (texts, or
+   * token-id arrays) run as one batch padded to the longest; padded keys get exactly zero attention
+   * and are recorded so. Pooling and normalisation default to the model's own (sentence-transformers'
+   * Pooling / Normalize modules, a GGUF's pooling_type), else mean and none. Texts longer than the
+   * model's limit (sentence_bert_config's max_seq_length, else its positions) are truncated, keeping
+   * the closing special token: `truncated[i]` says how many tokens were dropped. With
+   * `attentions`, `attentions[i]` holds input i's weights over the padded length (`length`).
+   */
+  async embed(inputs, options = {}) {
+    this.#alive();
+    check.options(options, 'embed');
+    if (this.info.kind !== 'encoder-only') throw new TypeError(`embed: ${this.info.architecture} is not an encoder-only model`);
+    const list = typeof inputs === 'string' ? [inputs] : inputs;
+    if (!Array.isArray(list) || !list.length) throw new TypeError('embed: inputs must be a string or a non-empty array of strings or token-id arrays');
+    const texts = list.every((t) => typeof t === 'string');
+    const items = texts ? list : list.map((ids, i) => check.tokenIds(ids, `inputs[${i}]`, this.info.vocabSize));
+    if (options.pooling !== undefined && !['mean', 'cls', 'max'].includes(options.pooling))
+      throw new RangeError(`pooling must be 'mean', 'cls' or 'max', got ${String(options.pooling)}`);
+    if (options.normalize !== undefined && typeof options.normalize !== 'boolean') throw new TypeError('normalize must be true or false');
+    const att = this.#attentionOption(options.attentions);
+    const engine = {};
+    if (options.pooling !== undefined) engine.pooling = options.pooling;
+    if (options.normalize !== undefined) engine.normalize = options.normalize;
+    return this.#exclusive(() => {
+      const s = this.#session;
+      s.reset();
+      s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
+      try {
+        const r = s.embed(items, engine);
+        r.pieces = r.tokens.map((ids) => this.#handle.pieces(ids));
+        r.attentions = att ? splitBatch(readAttention(s), items.length) : null;
+        return r;
+      } finally {
+        s.setAttention(false, [], []);
+      }
+    });
+  }
+
+  /**
+   * Masked-token prediction (encoder-only models with a masked-LM head): text with the model's mask
+   * token ("[MASK]" / "<mask>") — or token ids holding it — → for each mask, its topK candidates
+   * {token, piece, score (probability), sequence (the text with it filled in)}.
+   */
+  async fillMask(input, options = {}) {
+    this.#alive();
+    check.options(options, 'fillMask');
+    const k = options.topK ?? 5;
+    if (!Number.isInteger(k) || k < 1 || k > this.info.vocabSize) throw new RangeError(`topK must be an integer from 1 to ${this.info.vocabSize}, got ${k}`);
+    const mask = this.promptFormat.maskToken;
+    if (this.info.kind !== 'encoder-only') throw new TypeError(`fillMask: ${this.info.architecture} is not an encoder-only model`);
+    if (mask === undefined || mask < 0) throw new Error('fillMask: the tokenizer has no mask token ([MASK] or <mask>)');
+    const ids = typeof input === 'string' ? (await this.tokenize(input)).ids : check.tokenIds(input, 'ids', this.info.vocabSize);
+    const positions = ids.flatMap((t, i) => (t === mask ? [i] : []));
+    if (!positions.length) throw new RangeError(`fillMask: the input holds no mask token (${(await this.pieces([mask]))[0]})`);
+    if (ids.length > this.info.contextLength)
+      throw new RangeError(`fillMask: ${ids.length} tokens exceed the model's ${this.info.contextLength} positions`);
+    const out = await this.forward(ids, { attentions: options.attentions });
+    if (!out.logits) throw new Error(`fillMask: this ${this.info.architecture} model has no masked-LM head`);
+    const V = this.info.vocabSize;
+    const masks = [];
+    for (const p of positions) {
+      const row = out.logits.subarray(p * V, (p + 1) * V);
+      let max = -Infinity;
+      for (const x of row) max = Math.max(max, x);
+      const probs = new Float64Array(V);
+      let z = 0;
+      for (let i = 0; i < V; i++) z += probs[i] = Math.exp(row[i] - max);
+      for (let i = 0; i < V; i++) probs[i] /= z;
+      const best = topK(probs, k);
+      const pieces = await this.pieces(best);
+      const candidates = [];
+      for (let j = 0; j < best.length; j++) {
+        const filled = ids.slice();
+        filled[p] = best[j];
+        candidates.push({ token: best[j], piece: pieces[j], score: probs[best[j]], sequence: await this.detokenize(filled) });
+      }
+      masks.push({ position: p, candidates });
+    }
+    return { tokens: ids, pieces: await this.pieces(ids), masks, attentions: out.attentions };
   }
 
   /**

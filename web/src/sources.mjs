@@ -19,6 +19,15 @@ export { FetchError };
 const CACHE_NAME = 'attnlens-models-v1';
 const MODEL_FILE = /\.(bin|gguf|safetensors|json|jinja)$/i;
 
+// The name a downloaded file goes by: its last path component, with the folder for a
+// sentence-transformers module's config ("1_Pooling/config.json").
+function urlFileName(url) {
+  const parts = decodeURIComponent(new URL(url).pathname).split('/');
+  const last = parts.pop();
+  const folder = parts.pop();
+  return last === 'config.json' && /^\d+_\w+$/.test(folder ?? '') ? `${folder}/${last}` : last;
+}
+
 function baseName(path) {
   return String(path).split(/[\\/]/).filter(Boolean).pop() ?? String(path);
 }
@@ -112,7 +121,7 @@ async function openUrls(urls, { signal, cache }) {
     }
     let unread = true;
     responses[i] = {
-      name: baseName(new URL(url).pathname),
+      name: urlFileName(url),
       size: bodySize(response),
       cancel: () => { if (unread) response.body?.cancel?.().catch(() => {}); },
       async read(onChunk) {
@@ -164,7 +173,8 @@ async function folderUrls(folder, { signal, cache }) {
   const at = (f) => new URL(f, folder).href;
   // Which files the folder has, asked all at once; the shard index only when there is no single
   // weights file (each missing file costs a 404, which browsers print in the console).
-  const names = ['model.safetensors', 'tokenizer.json', 'generation_config.json', 'tokenizer_config.json'];
+  const names = ['model.safetensors', 'tokenizer.json', 'generation_config.json', 'tokenizer_config.json', 'modules.json',
+    'sentence_bert_config.json'];
   const has = Object.fromEntries(
     await Promise.all(names.map(async (n) => [n, await exists(at(n), signal, store)])),
   );
@@ -196,7 +206,30 @@ async function folderUrls(folder, { signal, cache }) {
     if (config && typeof config === 'object' && !('chat_template' in config) && (await exists(at('chat_template.jinja'), signal, store)))
       urls.push(at('chat_template.jinja'));
   }
+  if (has['sentence_bert_config.json']) urls.push(at('sentence_bert_config.json'));
+  if (has['modules.json']) {
+    const modules = (await downloadAll([at('modules.json')], { signal, cache }))[0];
+    urls.push(at('modules.json'));
+    const text = new TextDecoder().decode(modules.bytes);
+    for (const rel of await moduleConfigs(async () => text)) urls.push(at(rel));
+  }
   return urls;
+}
+
+// A sentence-transformers folder: its modules.json lists module folders ("1_Pooling") whose
+// config.json the engine needs too, named "<folder>/config.json". read(name) → text or null.
+async function moduleConfigs(read) {
+  const text = await read('modules.json');
+  if (!text) return [];
+  let modules;
+  try {
+    modules = JSON.parse(text);
+  } catch {
+    return [];  // the engine reports the bad file
+  }
+  if (!Array.isArray(modules)) return [];
+  return modules.filter((m) => typeof m?.path === 'string' && /^[\w.-]+$/.test(m.path) && /Pooling|Dense/.test(m.type ?? ''))
+    .map((m) => `${m.path}/config.json`);
 }
 
 async function nodePathEntries(path) {
@@ -206,14 +239,22 @@ async function nodePathEntries(path) {
     throw new Error(`${path}: ${e.code === 'ENOENT' ? 'no such file or folder' : e.message}`, { cause: e });
   });
   let paths = [path];
+  const names = new Map();  // path → the name the engine sees (a module's config keeps its folder)
   if (stat.isDirectory()) {
     paths = (await fs.readdir(path)).filter((f) => MODEL_FILE.test(f)).sort().map((f) => pathMod.join(path, f));
     if (!paths.length) throw new Error(`${path}: the folder holds no model files (.bin, .gguf, .safetensors, .json)`);
+    for (const rel of await moduleConfigs(async (f) => fs.readFile(pathMod.join(path, f), 'utf8').catch(() => null))) {
+      const p = pathMod.join(path, ...rel.split('/'));
+      if (await fs.stat(p).catch(() => null)) {
+        paths.push(p);
+        names.set(p, rel);
+      }
+    }
   }
   return Promise.all(paths.map(async (p) => {
     const size = (await fs.stat(p)).size;
     return {
-      name: baseName(p),
+      name: names.get(p) ?? baseName(p),
       size,
       async read(onChunk, signal) {  // in 4 MB chunks: progress and abort within a big file
         const fh = await fs.open(p, 'r');

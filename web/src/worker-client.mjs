@@ -64,6 +64,8 @@ function reviveError(e) {
 }
 
 function reviveValue(v) {
+  if (v && typeof v === 'object' && Array.isArray(v.attentions))
+    return { ...v, attentions: v.attentions.map((a) => new Attentions(a.records)) };
   if (v && typeof v === 'object' && v.attentions?.records) return { ...v, attentions: new Attentions(v.attentions.records) };
   return v;
 }
@@ -275,6 +277,22 @@ export class WorkerModel {
     if (options.attentions !== undefined) o.attentions = options.attentions;
     if (options.tokenTypes !== undefined) o.tokenTypes = options.tokenTypes;
     return this.#call('forward', [input, o]);
+  }
+
+  /** Sentence embeddings (as Model.embed()). */
+  async embed(inputs, options = {}) {
+    this.#alive();
+    check.options(options, 'embed');
+    if (options.attentions !== undefined) check.attentionOptionFor(options.attentions, 'attentions', this.info);
+    return this.#call('embed', [inputs, options]);
+  }
+
+  /** Masked-token prediction (as Model.fillMask()). */
+  async fillMask(input, options = {}) {
+    this.#alive();
+    check.options(options, 'fillMask');
+    if (options.attentions !== undefined) check.attentionOptionFor(options.attentions, 'attentions', this.info);
+    return this.#call('fillMask', [typeof input === 'string' ? input : Array.from(input), options]);
   }
 
   /** Memory now (as Model.memory(), here a Promise). */

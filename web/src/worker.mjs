@@ -6,7 +6,7 @@
 // Protocol (all messages are plain objects; ArrayBuffers travel in transfer lists):
 //   → { id, op: 'load', source, options }         ← { id, type: 'progress', value } …, then a reply
 //   → { id, op: 'call', model, method, args }      (tokenize, encodePrompt, encodeChat, applyChatTemplate, detokenize,
-//                                                     pieces, forward, memory)
+//                                                     pieces, forward, embed, fillMask, memory)
 //   → { id, op: 'stream', model, prompt, options, window, stopFlag? } ← { id, type: 'step', value } …, then a reply
 //        (stopFlag: an Int32Array on a SharedArrayBuffer the client sets to 1 on abort; see model.mjs STOP_FLAG)
 //   → { id, op: 'pull' }                            the client took a step: one more may be sent
@@ -39,13 +39,17 @@ function buffersOf(value) {
   if (value && typeof value === 'object') {
     add(value.logits);
     add(value.hidden);
-    for (const r of value.attentions?.records ?? []) add(r.data);
+    for (const e of Array.isArray(value.embeddings) ? value.embeddings : []) add(e);
+    const atts = Array.isArray(value.attentions) ? value.attentions : [value.attentions];
+    for (const a of atts) for (const r of a?.records ?? []) add(r.data);
   }
   return list;
 }
 
 // Attentions objects travel as their records (plain objects); the client rebuilds the class.
 function plain(value) {
+  if (value && typeof value === 'object' && Array.isArray(value.attentions))  // embed(): one per input
+    return { ...value, attentions: value.attentions.map((a) => ({ records: a.records })) };
   if (value && typeof value === 'object' && value.attentions?.records) return { ...value, attentions: { records: value.attentions.records } };
   return value;
 }
@@ -76,7 +80,8 @@ const handlers = {
 
   async call({ model: key, method, args }) {
     const m = model(key);
-    if (!['tokenize', 'encodePrompt', 'encodeChat', 'applyChatTemplate', 'detokenize', 'pieces', 'forward', 'memory'].includes(method))
+    if (!['tokenize', 'encodePrompt', 'encodeChat', 'applyChatTemplate', 'detokenize', 'pieces', 'forward', 'embed', 'fillMask',
+      'memory'].includes(method))
       throw new TypeError(`unknown method ${method}`);
     return m[method](...args);
   },

@@ -38,11 +38,13 @@ export class TextView {
     };
     list.addEventListener('pointerover', (e) => {
       const i = indexOf(e);
-      if (i === null || axis !== this.#queryAxis() || this.state.pinned) return;
-      this.state.set({ query: i });
+      if (i === null || this.state.pinned) return;
+      // A key token of cross-attention (a source token): its column — who attends to it — is shown.
+      if (axis === AXES[this.state.kind].keys && axis !== this.#queryAxis()) this.state.set({ key: i, query: null });
+      else if (axis === this.#queryAxis()) this.state.set({ query: i, key: null });
     });
     list.addEventListener('pointerleave', () => {
-      if (!this.state.pinned) this.state.set({ query: null });
+      if (!this.state.pinned) this.state.set({ query: null, key: null });
     });
     list.addEventListener('click', (e) => {
       const i = indexOf(e);
@@ -78,30 +80,62 @@ export class TextView {
     const s = this.state;
     const run = s.run;
     this.empty.hidden = !!run;
-    this.rows.source.hidden = !run?.encoderDecoder;
-    this.rows.target.hidden = !run;
+    this.rows.source.hidden = !(run?.encoderDecoder || run?.encoderOnly);
+    this.rows.target.hidden = !run || !!run.encoderOnly;
     if (!run) {
       this.summary.textContent = '';
       this.note.textContent = '';
       return;
     }
     const ax = s.axes(AXES);
-    const q = focusQuery(s);
+    const column = s.key !== null && !s.pinned && ax.queryAxis !== ax.keyAxis ? keyColumn(s, ax, s.key) : null;
+    const q = column ? null : focusQuery(s);
     const focus = q === null ? null : focusWeights(s, q, ax.keys.ids.length);
     for (const axis of ['source', 'target']) {
       const list = this.lists[axis];
       list.sync(run.tokens(axis));
       const isQ = axis === ax.queryAxis;
       const isK = axis === ax.keyAxis;
-      list.paint(isK ? focus : null, s.scale, isQ ? q : null);
+      if (column) list.paint(isQ ? column : null, s.scale, null);
+      else list.paint(isK ? focus : null, s.scale, isQ ? q : null);
+      list.chips.forEach((c, i) => c.classList.toggle('is-key', !!column && isK && i === s.key));
       list.root.setAttribute('aria-label', isQ ? `${axis} tokens: ←/→ choose the query token, Enter pins it, Esc unpins` : `${axis} tokens`);
       list.root.tabIndex = isQ ? 0 : -1;
       list.root.classList.toggle('is-query-axis', isQ);
     }
-    this.summary.textContent = q === null ? '' : summarise(s, ax, focus);
+    this.summary.textContent = column ? summariseColumn(s, ax, column) : q === null ? '' : summarise(s, ax, focus);
     this.summary.dataset.query = q === null ? '' : String(q);
+    this.summary.dataset.key = column ? String(s.key) : '';
     this.note.textContent = run.lastRowNote;
   }
+}
+
+/**
+ * The other way round (cross-attention): how much every query (target token) gives key k (a source
+ * token): { weights over the queries, masked, missing: false, key }.
+ */
+function keyColumn(s, ax, k) {
+  const n = ax.queries.ids.length;
+  const weights = new Array(n);
+  const masked = new Array(n);
+  for (let q = 0; q < n; q++) {
+    const v = s.run.store.value(s.kind, s.layer, s.head, q, k);
+    masked[q] = Number.isNaN(v);
+    weights[q] = masked[q] ? 0 : v;
+  }
+  return { key: k, weights, masked, missing: false };
+}
+
+/** "«2021» #3 (source) ← «20» 0.71 · «21» 0.64 · … (cross-attention, layer 1, average)" */
+function summariseColumn(s, ax, col) {
+  const piece = visiblePiece(ax.keys.pieces[col.key] ?? '');
+  const top = col.weights
+    .map((w, q) => ({ w, q }))
+    .filter((x) => !col.masked[x.q])
+    .sort((a, b) => b.w - a.w)
+    .slice(0, 3)
+    .map(({ w, q }) => `«${visiblePiece(ax.queries.pieces[q] ?? '')}» #${q} ${formatWeight(w)}`);
+  return `«${piece}» #${col.key} (${ax.keyAxis}) ← attended by ${top.join(' · ')} · ${describeHead(s)}`;
 }
 
 /** "«God» #2 (pinned) · self-attention, layer 1, head 3 → «And» 0.61 · «said» 0.12 · …" */

@@ -1,0 +1,170 @@
+// Encoder–decoder and encoder-only models through the JS API, in this thread and in a worker, against
+// the PyTorch references of tests/fixtures/encdec and tests/fixtures/encoders (made by
+// make_encdec_fixtures.py / make_encoder_fixtures.py): beam search and greedy decoding token for token
+// with the model's own generation settings as defaults, the returned beam's attention rows, embed()
+// with sentence-transformers pooling and truncation, fillMask().
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { loadModel } from '../../web/src/index.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const fixtures = join(root, 'tests/fixtures');
+const json = (rel) => JSON.parse(readFileSync(join(fixtures, rel), 'utf8'));
+const array = (a) => a.data;
+
+describe('Marian: the model\'s generation settings, beam search and its attention', () => {
+  const ref = json('encdec/marian_ref.json');
+  const cases = Object.fromEntries(ref.config.generation.map((g) => [g.name, g]));
+  let model;
+  before(async () => { model = await loadModel(join(fixtures, 'encdec/marian')); });
+  after(() => model?.dispose());
+
+  test('generation_config.json becomes the defaults: 4 beams, bad words, max length, greedy', () => {
+    const g = model.promptFormat.generation;
+    assert.equal(g.numBeams, 4);
+    assert.deepEqual(g.badWordsIds, [[89]]);
+    assert.equal(g.maxNewTokens, 23);
+    assert.equal(g.forcedEosTokenId, 0);
+    assert.equal(g.temperature, 0);
+    assert.equal(model.promptFormat.decoderStartToken, 89);
+  });
+
+  test('generate() with no options runs the configured beam search: transformers\' tokens and score', async () => {
+    const r = await model.generate(ref.config.source);
+    assert.deepEqual(r.tokens, cases.config.tokens);
+    assert.ok(Math.abs(r.score - cases.config.score) < 1e-4, `score ${r.score} vs ${cases.config.score}`);
+    assert.deepEqual(r.hypotheses.map((h) => h.tokens), cases.config.hypotheses.map((h) => h.tokens));
+    assert.equal(r.finishReason, 'eos');
+    assert.deepEqual(r.source, ref.config.source);
+  });
+
+  test('numBeams 1 overrides the default: greedy; other beam options as given', async () => {
+    assert.deepEqual((await model.generate(ref.config.source, { numBeams: 1 })).tokens, cases.greedy.tokens);
+    const c = cases.beam4_lp_ngram2;
+    const r = await model.generate(ref.config.source, { numBeams: 4, lengthPenalty: 1.5, noRepeatNgramSize: 2 });
+    assert.deepEqual(r.tokens, c.tokens);
+  });
+
+  test('stream() with beams yields the returned beam\'s tokens, each with the attention of the pass that chose it', async () => {
+    const beam = cases[ref.config.beam_case];
+    const o = { ...beam.options, attentions: true };
+    const T = beam.tokens.length - 1;
+    const S = ref.config.source.length;
+    const self = array(ref.beam_self_attention);
+    const cross = array(ref.beam_cross_attention);
+    const [layers, heads] = ref.beam_self_attention.shape;
+    const steps = [];
+    for await (const step of model.stream(ref.config.source, o)) steps.push(step);
+    assert.deepEqual(steps.map((s) => s.token), beam.tokens.slice(1));
+    let worst = 0;
+    steps.forEach((s, i) => {
+      const kinds = s.attentions.kinds;
+      assert.equal(kinds.includes('encoder'), i === 0, 'encoder weights come with the first step only');
+      for (let l = 0; l < layers; l++)
+        for (let h = 0; h < heads; h++) {
+          const rs = s.attentions.row(l, h, 0, 'self');
+          const rc = s.attentions.row(l, h, 0, 'cross');
+          assert.equal(s.attentions.layer(l, 'self').queryStart, i);
+          assert.equal(rs.length, i + 1);
+          for (let k = 0; k <= i; k++) worst = Math.max(worst, Math.abs(rs[k] - self[((l * heads + h) * T + i) * T + k]));
+          for (let k = 0; k < S; k++) worst = Math.max(worst, Math.abs(rc[k] - cross[((l * heads + h) * T + i) * S + k]));
+        }
+    });
+    assert.ok(worst <= 1e-5, `attention of the returned beam: max |diff| ${worst}`);
+  });
+
+  test('bad options are named', async () => {
+    await assert.rejects(model.generate(ref.config.source, { numBeams: 2, temperature: 0.7 }), /sampling within beams/);
+    await assert.rejects(model.generate(ref.config.source, { numBeams: 2, stop: 'x' }), /stop strings are not supported with beam search/);
+    await assert.rejects(model.generate(ref.config.source, { earlyStopping: 'sometimes' }), /earlyStopping must be/);
+    await assert.rejects(model.generate(ref.config.source, { numBeams: 0 }), /numBeams must be ≥ 1/);
+  });
+});
+
+describe('T5 and BART in a worker: greedy and beam outputs as transformers\' generate()', () => {
+  for (const name of ['flan_t5', 'bart']) {
+    test(name, async () => {
+      const ref = json(`encdec/${name}_ref.json`);
+      const model = await loadModel(join(fixtures, 'encdec', name), { worker: true });
+      try {
+        for (const g of ref.config.generation) {
+          const o = { numBeams: 1, maxNewTokens: ref.config.max_new_tokens };
+          for (const [k, v] of Object.entries({ ...ref.config.base, ...g.options })) {
+            const key = { num_beams: 'numBeams', length_penalty: 'lengthPenalty', early_stopping: 'earlyStopping',
+              no_repeat_ngram_size: 'noRepeatNgramSize', bad_words_ids: 'badWordsIds', forced_bos_token_id: 'forcedBosTokenId',
+              forced_eos_token_id: 'forcedEosTokenId', repetition_penalty: 'repetitionPenalty' }[k];
+            if (key) o[key] = v;
+            if (k === 'min_length') o.minNewTokens = v - 1;
+          }
+          const r = await model.generate(ref.config.source, { ...o, temperature: 0 });
+          assert.deepEqual(r.tokens, g.tokens, `${name}/${g.name}`);
+        }
+      } finally {
+        await model.dispose();
+      }
+    });
+  }
+});
+
+describe('sentence embeddings (sentence-transformers folder) and fill-mask', () => {
+  const ref = json('encoders/minilm_ref.json');
+  let model;
+  before(async () => { model = await loadModel(join(fixtures, 'encoders/minilm')); });
+  after(() => model?.dispose());
+
+  test('the folder\'s pooling and normalisation, truncation to max_seq_length reported', async () => {
+    assert.deepEqual(model.promptFormat.embedding, { pooling: 'mean', normalize: true, maxLength: 16, from: 'sentence-transformers' });
+    const r = await model.embed(ref.config.texts, { attentions: true });
+    assert.deepEqual(r.tokens, ref.config.sequences);
+    assert.deepEqual(r.truncated, [0, 0, 1]);
+    assert.equal(r.length, 16);
+    r.embeddings.forEach((e, i) => {
+      const want = array(ref[`embedding_${i}`]);
+      let dot = 0;
+      for (let c = 0; c < want.length; c++) dot += e[c] * want[c];
+      assert.ok(dot >= 0.99999, `input ${i}: cosine ${dot}`);
+    });
+    // input 1 is short: its padded keys get exactly zero attention, its real ones PyTorch's weights
+    const att = r.attentions[1];
+    const n = ref.config.sequences[1].length;
+    const want = array(ref.attention_1);
+    const heads = att.layer(0, 'encoder').heads;
+    for (let h = 0; h < heads; h++)
+      for (let q = 0; q < n; q++) {
+        const row = att.row(0, h, q, 'encoder');
+        assert.equal(row.length, 16);
+        for (let k = n; k < 16; k++) assert.equal(row[k], 0);
+        for (let k = 0; k < n; k++) assert.ok(Math.abs(row[k] - want[(h * n + q) * n + k]) <= 1e-5);
+      }
+  });
+
+  test('pooling and normalize options override the folder\'s', async () => {
+    const r = await model.embed(['A dog ran!'], { pooling: 'cls', normalize: false });
+    assert.equal(r.pooling, 'cls');
+    assert.equal(r.normalize, false);
+    const f = await model.forward(r.tokens[0]);
+    assert.deepEqual(Array.from(r.embeddings[0]), Array.from(f.hidden.subarray(0, model.info.dModel)));
+    await assert.rejects(model.embed(['x'], { pooling: 'sum' }), /pooling must be/);
+    await assert.rejects(model.embed([Array(30).fill(5)]), /30 tokens, more than the 16/);
+  });
+
+  test('fillMask: the masked-LM head\'s likeliest fillers with their probabilities', async () => {
+    const mlm = await loadModel(join(fixtures, 'encoders/bert_mlm'));
+    try {
+      const want = json('encoders/bert_mlm_ref.json').config;
+      const r = await mlm.fillMask(want.text, { topK: 5 });
+      assert.deepEqual(r.tokens, want.sequences[0]);
+      assert.equal(r.masks.length, 1);
+      assert.equal(r.masks[0].position, want.mask_position);
+      assert.deepEqual(r.masks[0].candidates.map((c) => c.token), want.top_tokens);
+      r.masks[0].candidates.forEach((c, i) => assert.ok(Math.abs(c.score - want.top_scores[i]) < 1e-5));
+      assert.match(r.masks[0].candidates[0].sequence, /^the cat \S+ on the mat\.$/);
+      await assert.rejects(mlm.fillMask('no mask here'), /holds no mask token/);
+    } finally {
+      await mlm.dispose();
+    }
+  });
+});
