@@ -193,7 +193,7 @@ void SessionHandle::start(const val& prompt_ids, const val& options) {
     gen_.reset();
     if (s_->recorder) recorder_.clear();
     seed_ = o.sampling.seed;
-    gen_ = std::make_unique<generate::Generation>(m_->model(), m_->require_tokenizer(), m_->prompt_format(), *s_,
+    gen_ = std::make_unique<generate::Generation>(m_->model(), m_->require_output_tokenizer(), m_->prompt_format(), *s_,
                                                   to_ints(prompt_ids, "prompt"), o);
     return 0;
   });
@@ -212,7 +212,7 @@ val SessionHandle::step() {
     }
     o.set("token", ev.token);  // -1: a prefill step (position = prompt tokens fed so far)
     o.set("position", ev.position);
-    if (ev.token >= 0) o.set("piece", m_->require_tokenizer().piece(ev.token));
+    if (ev.token >= 0) o.set("piece", m_->require_output_tokenizer().piece(ev.token));
     o.set("text", ev.text);
     o.set("done", gen_->done());
     return o;
@@ -240,7 +240,7 @@ val SessionHandle::result() const {
   return guarded([&] {
     AL_CHECK(gen_, "no generation was started on this session");
     const generate::GenerateResult& r = gen_->result();
-    const Tokenizer& t = m_->require_tokenizer();
+    const Tokenizer& t = m_->require_output_tokenizer();
     val o = val::object();
     o.set("text", r.text);
     o.set("tokens", to_array(r.tokens));

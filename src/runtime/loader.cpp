@@ -479,6 +479,12 @@ const Tokenizer& LoadedModel::require_tokenizer() const {
   return *tokenizer_;
 }
 
+const Tokenizer& LoadedModel::require_output_tokenizer() const {
+  const Tokenizer* t = output_tokenizer();
+  AL_CHECK(t, "no tokenizer was loaded with this model (give tokenizer.bin, tokenizer.json or a GGUF with one)");
+  return *t;
+}
+
 size_t LoadedModel::file_bytes() const {
   size_t n = 0;
   for (const auto& f : files_) n += f->bytes.size();
@@ -579,15 +585,25 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
     fail("no model weights among the files given (need a llama2.c .bin, a .gguf, or .safetensors + config.json)");
   }
 
+  // The tokenizer reads the model's input: the encoder's vocabulary (source_vocab_size) for an
+  // encoder–decoder; a separate target tokenizer must fit the decoder's (vocab_size).
+  const models::ModelInfo& mi = out->model_->info();
   if (r.tokenizer_json)
     out->tokenizer_ = in_file(r.tokenizer_json->name, [&] {
       return load_hf_tokenizer(
           std::string_view(reinterpret_cast<const char*>(r.tokenizer_json->bytes.data()), r.tokenizer_json->bytes.size()),
-          out->model_->info().vocab_size);
+          mi.source_vocab_size);
     });
   if (out->tokenizer_)
-    AL_CHECK(out->tokenizer_->vocab_size() <= out->model_->info().vocab_size, "the tokenizer has ",
-             out->tokenizer_->vocab_size(), " tokens but the model only ", out->model_->info().vocab_size);
+    AL_CHECK(out->tokenizer_->vocab_size() <= mi.source_vocab_size, "the tokenizer has ", out->tokenizer_->vocab_size(),
+             " tokens but the model only ", mi.source_vocab_size);
+  if (out->target_tokenizer_)
+    AL_CHECK(out->target_tokenizer_->vocab_size() <= mi.vocab_size, "the target tokenizer has ",
+             out->target_tokenizer_->vocab_size(), " tokens but the decoder only ", mi.vocab_size);
+  else if (out->tokenizer_ && mi.source_vocab_size != mi.vocab_size)
+    AL_CHECK(out->tokenizer_->vocab_size() <= mi.vocab_size, "this model has separate source (", mi.source_vocab_size,
+             ") and target (", mi.vocab_size, ") vocabularies but only one tokenizer of ", out->tokenizer_->vocab_size(),
+             " tokens was given: give the target one too");
   nlohmann::json settings = config;  // generation_config.json over config.json, as generate() reads them
   if (r.generation_config) {
     nlohmann::json gc = parse_json(*r.generation_config);

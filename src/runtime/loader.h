@@ -40,6 +40,11 @@ class LoadedModel {
   const models::Model& model() const { return *model_; }
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // null when no tokenizer was given
   const Tokenizer& require_tokenizer() const;                     // throws if none
+  // Encoder–decoder models may read one vocabulary and write another (Marian's separate source and
+  // target vocabularies): tokenizer() encodes the source, output_tokenizer() reads the decoder's
+  // tokens (generated text, pieces). It is tokenizer() unless the files pair a second one.
+  const Tokenizer* output_tokenizer() const { return target_tokenizer_ ? target_tokenizer_.get() : tokenizer_.get(); }
+  const Tokenizer& require_output_tokenizer() const;
   const generate::PromptFormat& prompt_format() const { return prompt_; }
   // Special tokens' text, add_bos/add_eos, length limit, chat templates (tokenizer_config.h).
   const TokenizerConfig& tokenizer_config() const { return tokenizer_config_; }
@@ -63,6 +68,7 @@ class LoadedModel {
   std::string format_;
   std::unique_ptr<models::Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Tokenizer> target_tokenizer_;  // null: the decoder uses tokenizer_
   generate::PromptFormat prompt_;
   TokenizerConfig tokenizer_config_;
   nlohmann::json generation_ = nlohmann::json::object();
