@@ -93,12 +93,13 @@ void BeamSearch::add_hypothesis(const Beam& b, int eos, double sum_logprobs, int
     h.finished = eos >= 0;
     h.passes = std::move(passes);
     hyps_.push_back(std::move(h));
-    if (hyps_.size() > k) {  // drop the worst; the new worst is the second worst
-      std::vector<std::pair<double, size_t>> order;
-      for (size_t i = 0; i < hyps_.size(); ++i) order.push_back({hyps_[i].score, i});
-      std::sort(order.begin(), order.end());
-      hyps_.erase(hyps_.begin() + long(order[0].second));
-      worst_ = order[1].first;
+    if (hyps_.size() > k) {  // drop the worst (the first of equals); the new worst is the second worst
+      size_t worst = 0;
+      for (size_t i = 1; i < hyps_.size(); ++i)
+        if (hyps_[i].score < hyps_[worst].score) worst = i;
+      hyps_.erase(hyps_.begin() + long(worst));
+      worst_ = hyps_[0].score;
+      for (const Hypothesis& h : hyps_) worst_ = std::min(worst_, h.score);
     } else {
       worst_ = std::min(score, worst_);
     }
@@ -121,17 +122,22 @@ bool BeamSearch::is_done(double best_sum_logprobs, int cur_len) const {
 bool BeamSearch::step() {
   if (done_) return false;
   const int k = o_.num_beams;
-  // The best 2k (beam, token) pairs: at most 2k come from any one beam.
+  // The best 2k (beam, token) pairs, in order: kept sorted by insertion while scanning every beam's
+  // scores (2k is small next to the vocabulary; this also keeps the code small).
+  const size_t keep = size_t(2 * k);
   std::vector<Candidate> cands;
+  cands.reserve(keep + 1);
   for (int b = 0; b < k; ++b) {
     const std::vector<double>& lp = beams_[size_t(b)].logprobs;
-    std::vector<Candidate> mine(static_cast<size_t>(vocab_));
-    for (int t = 0; t < vocab_; ++t) mine[size_t(t)] = {lp[size_t(t)], b, t};
-    std::partial_sort(mine.begin(), mine.begin() + 2 * k, mine.end(), better);
-    cands.insert(cands.end(), mine.begin(), mine.begin() + 2 * k);
+    for (int t = 0; t < vocab_; ++t) {
+      const Candidate c{lp[size_t(t)], b, t};
+      if (cands.size() == keep && !better(c, cands.back())) continue;
+      size_t at = cands.size();
+      while (at > 0 && better(c, cands[at - 1])) --at;
+      cands.insert(cands.begin() + long(at), c);
+      if (cands.size() > keep) cands.pop_back();
+    }
   }
-  std::partial_sort(cands.begin(), cands.begin() + 2 * k, cands.end(), better);
-  cands.resize(size_t(2 * k));
 
   const int cur_len = int(beams_[0].tokens.size());
   std::vector<Candidate> next;
@@ -209,8 +215,13 @@ void BeamSearch::finish() {
       add_hypothesis(b, -1, b.score, int(b.tokens.size()) - prompt_len_, passes);
     }
   done_ = finished_ = true;
-  ranked_ = hyps_;
-  std::stable_sort(ranked_.begin(), ranked_.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+  // best first (equal scores keep their order); a handful of hypotheses: insertion
+  ranked_.clear();
+  for (const Hypothesis& h : hyps_) {
+    size_t at = ranked_.size();
+    while (at > 0 && h.score > ranked_[at - 1].score) --at;
+    ranked_.insert(ranked_.begin() + long(at), h);
+  }
 }
 
 }  // namespace attnlens::generate

@@ -33,21 +33,31 @@ struct BartConfig {
   float eps = 1e-5f;  // torch.nn.LayerNorm's default: BART and Marian set no other
 };
 
+// "<p><name>.weight" + ".bias" as a linear layer [out, in], or as a LayerNorm.
+nn::Linear linear(Weights& w, const std::string& p, const char* name, int out, int in) {
+  const std::string n = p + name;
+  return w.linear(n + ".weight", n + ".bias", out, in);
+}
+
+nn::Norm norm(Weights& w, const std::string& p, const char* name, const BartConfig& c) {
+  return w.layer_norm(p + name, c.d, c.eps);
+}
+
 nn::MultiHeadAttention attention(Weights& w, const std::string& p, const BartConfig& c) {
   nn::MultiHeadAttention a;
   a.d_model = c.d;
   a.shape = nn::split_heads(c.d, c.heads, c.heads);
-  a.q = w.linear(p + "q_proj.weight", p + "q_proj.bias", c.d, c.d);
-  a.k = w.linear(p + "k_proj.weight", p + "k_proj.bias", c.d, c.d);
-  a.v = w.linear(p + "v_proj.weight", p + "v_proj.bias", c.d, c.d);
-  a.o = w.linear(p + "out_proj.weight", p + "out_proj.bias", c.d, c.d);
+  a.q = linear(w, p, "q_proj", c.d, c.d);
+  a.k = linear(w, p, "k_proj", c.d, c.d);
+  a.v = linear(w, p, "v_proj", c.d, c.d);
+  a.o = linear(w, p, "out_proj", c.d, c.d);
   return a;
 }
 
 nn::FeedForward feed_forward(Weights& w, const std::string& p, int d, int ff, nn::Activation act) {
   nn::FeedForward f;
-  f.up = w.linear(p + "fc1.weight", p + "fc1.bias", ff, d);
-  f.down = w.linear(p + "fc2.weight", p + "fc2.bias", d, ff);
+  f.up = linear(w, p, "fc1", ff, d);
+  f.down = linear(w, p, "fc2", d, ff);
   f.act = act;
   return f;
 }
@@ -73,8 +83,8 @@ std::unique_ptr<Model> build(const BartConfig& c, const TensorMap& tensors, cons
     s.position_offset = 2;  // BartLearnedPositionalEmbedding: rows 0 and 1 are never used
     s.encoder_positions = w.table(enc + "embed_positions.weight", c.positions + 2, c.d);
     s.decoder_positions = w.table(dec + "embed_positions.weight", c.positions + 2, c.d);
-    s.encoder_embed_norm = w.layer_norm(enc + "layernorm_embedding", c.d, c.eps);
-    s.decoder_embed_norm = w.layer_norm(dec + "layernorm_embedding", c.d, c.eps);
+    s.encoder_embed_norm = norm(w, enc, "layernorm_embedding", c);
+    s.decoder_embed_norm = norm(w, dec, "layernorm_embedding", c);
   } else if (tensors.has(enc + "embed_positions.weight")) {  // Marian's sinusoids, as saved
     s.positions = AbsolutePositions::Learned;
     s.encoder_positions = w.table(enc + "embed_positions.weight", c.positions, c.d);
@@ -87,9 +97,9 @@ std::unique_ptr<Model> build(const BartConfig& c, const TensorMap& tensors, cons
     nn::EncoderLayer l;
     l.placement = nn::NormPlacement::Post;
     l.self_attn = attention(w, p + "self_attn.", c);
-    l.norm1 = w.layer_norm(p + "self_attn_layer_norm", c.d, c.eps);
+    l.norm1 = norm(w, p, "self_attn_layer_norm", c);
     l.ffn = feed_forward(w, p, c.d, c.enc_ff, c.act);
-    l.norm2 = w.layer_norm(p + "final_layer_norm", c.d, c.eps);
+    l.norm2 = norm(w, p, "final_layer_norm", c);
     s.encoder.push_back(l);
   }
   for (int i = 0; i < c.dec_layers; ++i) {
@@ -97,16 +107,16 @@ std::unique_ptr<Model> build(const BartConfig& c, const TensorMap& tensors, cons
     nn::DecoderLayer l;
     l.placement = nn::NormPlacement::Post;
     l.self_attn = attention(w, p + "self_attn.", c);
-    l.norm1 = w.layer_norm(p + "self_attn_layer_norm", c.d, c.eps);
+    l.norm1 = norm(w, p, "self_attn_layer_norm", c);
     l.cross_attn = attention(w, p + "encoder_attn.", c);
-    l.norm2 = w.layer_norm(p + "encoder_attn_layer_norm", c.d, c.eps);
+    l.norm2 = norm(w, p, "encoder_attn_layer_norm", c);
     l.ffn = feed_forward(w, p, c.d, c.dec_ff, c.act);
-    l.norm3 = w.layer_norm(p + "final_layer_norm", c.d, c.eps);
+    l.norm3 = norm(w, p, "final_layer_norm", c);
     s.decoder.push_back(l);
   }
   if (c.final_norms) {
-    s.encoder_norm = w.layer_norm(enc + "layer_norm", c.d, c.eps);
-    s.decoder_norm = w.layer_norm(dec + "layer_norm", c.d, c.eps);
+    s.encoder_norm = norm(w, enc, "layer_norm", c);
+    s.decoder_norm = norm(w, dec, "layer_norm", c);
   }
   const std::string target_embed = c.shared_vocab ? m + "shared.weight" : dec + "embed_tokens.weight";
   AL_CHECK(c.tied || tensors.has("lm_head.weight"), o.source, ": tie_word_embeddings is false but lm_head.weight is missing");

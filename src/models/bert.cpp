@@ -13,8 +13,6 @@
 // Every layer: post-LN, bidirectional attention (q, k, v, o with biases), FFN up → act → down.
 // A masked-LM head, when the file has one: transform → act → LayerNorm → decoder (tied to the word
 // embeddings unless stored) + bias.
-#include <functional>
-
 #include "core/error.h"
 #include "models/config.h"
 #include "models/decoder_config.h"
@@ -36,132 +34,90 @@ struct EncoderConfig {
   nn::Activation mlm_act = nn::Activation::GeluErf;
 };
 
-// Where each tensor lives: embeddings, layer i's roles (q k v o attn_norm up down out_norm, each
-// "<name>" with .weight / .bias), the masked-LM head.
+// A layer's eight tensors (each "<name>.weight" / "<name>.bias"), in this order.
+enum Role { kQ, kK, kV, kO, kAttnNorm, kUp, kDown, kOutNorm, kRoles };
+
+// Where each tensor lives: embeddings, the layers' names (a prefix, then a role's name), the
+// masked-LM head.
 struct EncoderNames {
   std::string word, position, token_type, embed_norm, embed_projection;
-  std::function<std::string(int layer, const char* role)> layer;
+  std::string layers;           // layer i is "<layers><i>." (ALBERT: see layer_prefix)
+  const char* const* roles;     // kRoles names
   std::string mlm_transform, mlm_norm, mlm_decoder, mlm_bias;
   std::string relative_bias;
   std::vector<std::string> unused;  // tensors deliberately not run (see below)
 };
 
-std::string at(const std::string& p, int i) { return p + std::to_string(i) + "."; }
+const char* const kBertRoles[kRoles] = {"attention.self.query", "attention.self.key", "attention.self.value",
+                                        "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense",
+                                        "output.dense", "output.LayerNorm"};
+const char* const kMpnetRoles[kRoles] = {"attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o",
+                                         "attention.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"};
+const char* const kDistilRoles[kRoles] = {"attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin",
+                                          "sa_layer_norm", "ffn.lin1", "ffn.lin2", "output_layer_norm"};
+const char* const kAlbertRoles[kRoles] = {"attention.query", "attention.key", "attention.value", "attention.dense",
+                                          "attention.LayerNorm", "ffn", "ffn_output", "full_layer_layer_norm"};
+const char* const kGgufRoles[kRoles] = {"attn_q", "attn_k", "attn_v", "attn_output", "attn_output_norm", "ffn_up",
+                                        "ffn_down", "layer_output_norm"};
 
-// BERT, RoBERTa and MPNet share the layer layout up to the attention block's names.
-EncoderNames bert_like(const std::string& p, const std::string& layers, const std::string& attn, bool mpnet) {
-  EncoderNames n;
-  n.word = p + "embeddings.word_embeddings";
-  n.position = p + "embeddings.position_embeddings";
-  n.token_type = mpnet ? "" : p + "embeddings.token_type_embeddings";
-  n.embed_norm = p + "embeddings.LayerNorm";
-  n.layer = [=](int i, const char* role) {
-    const std::string r = role, l = at(p + layers, i);
-    if (r == "q") return l + attn + (mpnet ? "q" : "query");
-    if (r == "k") return l + attn + (mpnet ? "k" : "key");
-    if (r == "v") return l + attn + (mpnet ? "v" : "value");
-    if (r == "o") return l + (mpnet ? "attention.attn.o" : "attention.output.dense");
-    if (r == "attn_norm") return l + (mpnet ? "attention.LayerNorm" : "attention.output.LayerNorm");
-    if (r == "up") return l + "intermediate.dense";
-    if (r == "down") return l + "output.dense";
-    return l + "output.LayerNorm";  // out_norm
-  };
-  // Not run: the pooler (a tanh layer over [CLS] that classification heads use; embeddings and
-  // fill-mask do not), BertForPreTraining's next-sentence head, and the decoders' duplicate bias.
-  n.unused = {p + "pooler.*", "cls.seq_relationship.*", "cls.predictions.decoder.bias", "lm_head.decoder.bias"};
-  return n;
+// Running layer i: "<layers><i>.", except ALBERT's, which runs group i / (layers / groups), whose
+// `inner` layers run in turn: running layer i·inner + j is albert_layer_groups.{g}.albert_layers.{j}.
+std::string layer_prefix(const EncoderConfig& c, const EncoderNames& n, int run) {
+  if (c.arch != "albert") return n.layers + std::to_string(run) + ".";
+  const int g = (run / c.inner) / (c.layers / c.groups), j = run % c.inner;
+  return n.layers + std::to_string(g) + ".albert_layers." + std::to_string(j) + ".";
 }
 
 EncoderNames names_for(const EncoderConfig& c, const TensorMap& t) {
-  auto prefixed = [&](const std::string& p, const std::string& probe) { return t.has(p + probe) ? p : std::string(); };
-  if (c.arch == "bert") {
-    EncoderNames n = bert_like(prefixed("bert.", "embeddings.word_embeddings.weight"), "encoder.layer.", "attention.self.", false);
-    n.mlm_transform = "cls.predictions.transform.dense";
-    n.mlm_norm = "cls.predictions.transform.LayerNorm";
-    n.mlm_decoder = "cls.predictions.decoder";
-    n.mlm_bias = "cls.predictions.bias";
-    return n;
-  }
-  if (c.arch == "roberta") {
-    EncoderNames n = bert_like(prefixed("roberta.", "embeddings.word_embeddings.weight"), "encoder.layer.", "attention.self.", false);
-    n.mlm_transform = "lm_head.dense";
-    n.mlm_norm = "lm_head.layer_norm";
-    n.mlm_decoder = "lm_head.decoder";
-    n.mlm_bias = "lm_head.bias";
-    return n;
-  }
-  if (c.arch == "mpnet") {
-    const std::string p = prefixed("mpnet.", "embeddings.word_embeddings.weight");
-    EncoderNames n = bert_like(p, "encoder.layer.", "attention.attn.", true);
-    n.relative_bias = p + "encoder.relative_attention_bias.weight";
-    n.mlm_transform = "lm_head.dense";
-    n.mlm_norm = "lm_head.layer_norm";
-    n.mlm_decoder = "lm_head.decoder";
-    n.mlm_bias = "lm_head.bias";
-    return n;
-  }
-  if (c.arch == "distilbert") {
-    const std::string p = prefixed("distilbert.", "embeddings.word_embeddings.weight");
-    EncoderNames n;
+  static const struct {
+    const char* arch;
+    const char* prefix;  // the model class's (probed: a bare Model class saves none)
+    const char* layers;
+    const char* const* roles;
+    bool token_types;
+    const char* mlm[4];  // transform, norm, decoder, bias
+  } families[] = {
+      {"bert", "bert.", "encoder.layer.", kBertRoles, true,
+       {"cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.decoder",
+        "cls.predictions.bias"}},
+      {"roberta", "roberta.", "encoder.layer.", kBertRoles, true,
+       {"lm_head.dense", "lm_head.layer_norm", "lm_head.decoder", "lm_head.bias"}},
+      {"mpnet", "mpnet.", "encoder.layer.", kMpnetRoles, false,
+       {"lm_head.dense", "lm_head.layer_norm", "lm_head.decoder", "lm_head.bias"}},
+      {"distilbert", "distilbert.", "transformer.layer.", kDistilRoles, false,
+       {"vocab_transform", "vocab_layer_norm", "vocab_projector", "vocab_projector.bias"}},
+      {"albert", "albert.", "encoder.albert_layer_groups.", kAlbertRoles, true,
+       {"predictions.dense", "predictions.LayerNorm", "predictions.decoder", "predictions.bias"}},
+  };
+  EncoderNames n;
+  for (const auto& f : families) {
+    if (c.arch != f.arch) continue;
+    const std::string p = t.has(std::string(f.prefix) + "embeddings.word_embeddings.weight") ? f.prefix : "";
     n.word = p + "embeddings.word_embeddings";
     n.position = p + "embeddings.position_embeddings";
+    if (f.token_types) n.token_type = p + "embeddings.token_type_embeddings";
     n.embed_norm = p + "embeddings.LayerNorm";
-    n.layer = [=](int i, const char* role) {
-      static const std::pair<const char*, const char*> map[] = {
-          {"q", "attention.q_lin"}, {"k", "attention.k_lin"}, {"v", "attention.v_lin"}, {"o", "attention.out_lin"},
-          {"attn_norm", "sa_layer_norm"}, {"up", "ffn.lin1"}, {"down", "ffn.lin2"}, {"out_norm", "output_layer_norm"}};
-      for (auto [r, name] : map)
-        if (std::string(role) == r) return at(p + "transformer.layer.", i) + name;
-      return std::string(role);
-    };
-    n.mlm_transform = "vocab_transform";
-    n.mlm_norm = "vocab_layer_norm";
-    n.mlm_decoder = "vocab_projector";
-    n.mlm_bias = "vocab_projector.bias";
-    return n;
-  }
-  if (c.arch == "albert") {
-    const std::string p = prefixed("albert.", "embeddings.word_embeddings.weight");
-    EncoderNames n;
-    n.word = p + "embeddings.word_embeddings";
-    n.position = p + "embeddings.position_embeddings";
-    n.token_type = p + "embeddings.token_type_embeddings";
-    n.embed_norm = p + "embeddings.LayerNorm";
-    n.embed_projection = p + "encoder.embedding_hidden_mapping_in";
-    // Layer i runs group i / (layers / groups), whose `inner` layers run in turn: running layer
-    // i·inner + j is albert_layer_groups.{g}.albert_layers.{j}.
-    const int per_group = c.layers / c.groups, inner = c.inner;
-    n.layer = [=](int run, const char* role) {
-      const int g = (run / inner) / per_group, j = run % inner;
-      const std::string l = p + "encoder.albert_layer_groups." + std::to_string(g) + ".albert_layers." + std::to_string(j) + ".";
-      static const std::pair<const char*, const char*> map[] = {
-          {"q", "attention.query"}, {"k", "attention.key"}, {"v", "attention.value"}, {"o", "attention.dense"},
-          {"attn_norm", "attention.LayerNorm"}, {"up", "ffn"}, {"down", "ffn_output"}, {"out_norm", "full_layer_layer_norm"}};
-      for (auto [r, name] : map)
-        if (std::string(role) == r) return l + name;
-      return std::string(role);
-    };
-    n.mlm_transform = "predictions.dense";
-    n.mlm_norm = "predictions.LayerNorm";
-    n.mlm_decoder = "predictions.decoder";
-    n.mlm_bias = "predictions.bias";
-    n.unused = {p + "pooler.*", "sop_classifier.*", "predictions.decoder.bias"};
+    if (c.arch == "albert") n.embed_projection = p + "encoder.embedding_hidden_mapping_in";
+    if (c.arch == "mpnet") n.relative_bias = p + "encoder.relative_attention_bias.weight";
+    n.layers = p + f.layers;
+    n.roles = f.roles;
+    n.mlm_transform = f.mlm[0];
+    n.mlm_norm = f.mlm[1];
+    n.mlm_decoder = f.mlm[2];
+    n.mlm_bias = f.mlm[3];
+    // Not run: the pooler (a tanh layer over [CLS] that classification heads use; embeddings and
+    // fill-mask do not), the pre-training heads (next sentence, sentence order), the decoders'
+    // duplicate of the bias.
+    n.unused = {p + "pooler.*", "cls.seq_relationship.*", "sop_classifier.*", n.mlm_decoder + ".bias"};
     return n;
   }
   // GGUF "bert" (llama.cpp): no masked-LM head, no pooler.
-  EncoderNames n;
   n.word = "token_embd";
   n.position = "position_embd";
   n.token_type = t.has("token_types.weight") ? "token_types" : "";
   n.embed_norm = "token_embd_norm";
-  n.layer = [](int i, const char* role) {
-    static const std::pair<const char*, const char*> map[] = {
-        {"q", "attn_q"}, {"k", "attn_k"}, {"v", "attn_v"}, {"o", "attn_output"}, {"attn_norm", "attn_output_norm"},
-        {"up", "ffn_up"}, {"down", "ffn_down"}, {"out_norm", "layer_output_norm"}};
-    for (auto [r, name] : map)
-      if (std::string(role) == r) return "blk." + std::to_string(i) + "." + name;
-    return std::string(role);
-  };
+  n.layers = "blk.";
+  n.roles = kGgufRoles;
   return n;
 }
 
@@ -180,25 +136,26 @@ std::unique_ptr<Model> build(const EncoderConfig& c, const TensorMap& tensors, c
   auto linear = [&](const std::string& name, int out, int in) { return w.linear(name + ".weight", name + ".bias", out, in); };
   const int runs = c.layers * c.inner;  // layers run (ALBERT: each group's inner layers per layer)
   for (int i = 0; i < runs; ++i) {
-    auto name = [&](const char* role) { return n.layer(i, role); };
+    const std::string prefix = layer_prefix(c, n, i);
+    auto name = [&](Role r) { return prefix + n.roles[r]; };
     nn::EncoderLayer l;
     l.placement = nn::NormPlacement::Post;
     l.self_attn.d_model = d;
     l.self_attn.shape = nn::split_heads(d, c.heads, c.heads);
-    const std::string fused = "blk." + std::to_string(i) + ".attn_qkv";
+    const std::string fused = prefix + "attn_qkv";
     if (c.arch == "gguf" && tensors.has(fused + ".weight")) {  // llama.cpp may store Q, K, V as one
       l.self_attn.qkv = linear(fused, 3 * d, d);
     } else {
-      l.self_attn.q = linear(name("q"), d, d);
-      l.self_attn.k = linear(name("k"), d, d);
-      l.self_attn.v = linear(name("v"), d, d);
+      l.self_attn.q = linear(name(kQ), d, d);
+      l.self_attn.k = linear(name(kK), d, d);
+      l.self_attn.v = linear(name(kV), d, d);
     }
-    l.self_attn.o = linear(name("o"), d, d);
-    l.norm1 = w.layer_norm(name("attn_norm"), d, c.eps);
-    l.ffn.up = linear(name("up"), c.ff, d);
-    l.ffn.down = linear(name("down"), d, c.ff);
+    l.self_attn.o = linear(name(kO), d, d);
+    l.norm1 = w.layer_norm(name(kAttnNorm), d, c.eps);
+    l.ffn.up = linear(name(kUp), c.ff, d);
+    l.ffn.down = linear(name(kDown), d, c.ff);
     l.ffn.act = c.act;
-    l.norm2 = w.layer_norm(name("out_norm"), d, c.eps);
+    l.norm2 = w.layer_norm(name(kOutNorm), d, c.eps);
     s.layers.push_back(l);
   }
   if (!n.relative_bias.empty())

@@ -13,7 +13,6 @@
 //   * heads have their own width d_kv: n_heads·d_kv need not equal d_model (Flan-T5-small: 6 × 64 vs 512).
 // Two namings: Hugging Face T5ForConditionalGeneration and llama.cpp's GGUF "t5" (convert_hf_to_gguf.py).
 #include <cmath>
-#include <functional>
 
 #include "core/error.h"
 #include "models/config.h"
@@ -35,71 +34,66 @@ struct T5Config {
 
 // Where each tensor lives: stack "enc" / "dec", layer i, role (GGUF's role names).
 struct T5Names {
+  bool hf;
   std::vector<std::string> embed;  // candidates, the first present is the shared embedding
   std::string output, enc_norm, dec_norm;
-  std::function<std::string(const char* stack, int i, const char* role)> layer;
   std::vector<std::string> allowed_unused;  // tied duplicates of the embedding
+
+  std::string layer(const char* stack, int i, const std::string& role) const {
+    const bool enc = stack[0] == 'e';
+    if (!hf) return std::string(stack) + ".blk." + std::to_string(i) + "." + role + ".weight";
+    // GGUF role → Hugging Face name inside {encoder|decoder}.block.{i}
+    static const char* const map[][2] = {
+        {"attn_norm", "layer.0.layer_norm"},          {"attn_q", "layer.0.SelfAttention.q"},
+        {"attn_k", "layer.0.SelfAttention.k"},        {"attn_v", "layer.0.SelfAttention.v"},
+        {"attn_o", "layer.0.SelfAttention.o"},        {"attn_rel_b", "layer.0.SelfAttention.relative_attention_bias"},
+        {"cross_attn_norm", "layer.1.layer_norm"},    {"cross_attn_q", "layer.1.EncDecAttention.q"},
+        {"cross_attn_k", "layer.1.EncDecAttention.k"}, {"cross_attn_v", "layer.1.EncDecAttention.v"},
+        {"cross_attn_o", "layer.1.EncDecAttention.o"}, {"ffn_norm", "layer_norm"},
+        {"ffn_up", "DenseReluDense.wi"},              {"ffn_up_gated", "DenseReluDense.wi_1"},
+        {"ffn_gate", "DenseReluDense.wi_0"},          {"ffn_down", "DenseReluDense.wo"}};
+    std::string suffix;
+    for (const auto& m : map)
+      if (role == m[0]) suffix = m[1];
+    if (role.compare(0, 4, "ffn_") == 0) suffix = (enc ? "layer.1." : "layer.2.") + suffix;  // the FFN sub-layer
+    return (enc ? "encoder.block." : "decoder.block.") + std::to_string(i) + "." + suffix + ".weight";
+  }
 };
 
 T5Names gguf_names() {
-  return {{"token_embd.weight"}, "output.weight", "enc.output_norm.weight", "dec.output_norm.weight",
-          [](const char* stack, int i, const char* role) {
-            return std::string(stack) + ".blk." + std::to_string(i) + "." + role + ".weight";
-          },
-          {}};
+  return {false, {"token_embd.weight"}, "output.weight", "enc.output_norm.weight", "dec.output_norm.weight", {}};
 }
 
-// GGUF role → Hugging Face name inside {encoder|decoder}.block.{i}.
 T5Names hf_names() {
-  return {{"shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight"},
+  return {true,
+          {"shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight"},
           "lm_head.weight",
           "encoder.final_layer_norm.weight",
           "decoder.final_layer_norm.weight",
-          [](const char* stack, int i, const char* role) {
-            const bool enc = std::string(stack) == "enc";
-            const std::string ffn = enc ? "layer.1." : "layer.2.";
-            static const std::pair<const char*, const char*> common[] = {
-                {"attn_norm", "layer.0.layer_norm"},
-                {"attn_q", "layer.0.SelfAttention.q"},
-                {"attn_k", "layer.0.SelfAttention.k"},
-                {"attn_v", "layer.0.SelfAttention.v"},
-                {"attn_o", "layer.0.SelfAttention.o"},
-                {"attn_rel_b", "layer.0.SelfAttention.relative_attention_bias"},
-                {"cross_attn_norm", "layer.1.layer_norm"},
-                {"cross_attn_q", "layer.1.EncDecAttention.q"},
-                {"cross_attn_k", "layer.1.EncDecAttention.k"},
-                {"cross_attn_v", "layer.1.EncDecAttention.v"},
-                {"cross_attn_o", "layer.1.EncDecAttention.o"}};
-            const std::string r = role;
-            std::string suffix;
-            for (auto [g, h] : common)
-              if (r == g) suffix = h;
-            if (r == "ffn_norm") suffix = ffn + "layer_norm";
-            if (r == "ffn_up") suffix = ffn + "DenseReluDense.wi";  // ffn_up_gated: wi_1 (below)
-            if (r == "ffn_up_gated") suffix = ffn + "DenseReluDense.wi_1";
-            if (r == "ffn_gate") suffix = ffn + "DenseReluDense.wi_0";
-            if (r == "ffn_down") suffix = ffn + "DenseReluDense.wo";
-            return (enc ? "encoder.block." : "decoder.block.") + std::to_string(i) + "." + suffix + ".weight";
-          },
           {"shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight"}};
 }
 
-nn::MultiHeadAttention attention(Weights& w, const std::function<std::string(const char*)>& name, const char* prefix,
-                                 const T5Config& c) {
-  const std::string p = prefix;
+// One layer's tensor names: role → name.
+struct LayerNames {
+  const T5Names& names;
+  const char* stack;
+  int i;
+  std::string operator()(const std::string& role) const { return names.layer(stack, i, role); }
+};
+
+nn::MultiHeadAttention attention(Weights& w, const LayerNames& name, const std::string& p, const T5Config& c) {
   const int inner = c.heads * c.d_kv;
   nn::MultiHeadAttention a;
   a.d_model = c.d_model;
   a.shape = nn::AttentionShape{c.heads, c.heads, c.d_kv, 1.f};  // unscaled scores
-  a.q = w.linear(name((p + "q").c_str()), "", inner, c.d_model);
-  a.k = w.linear(name((p + "k").c_str()), "", inner, c.d_model);
-  a.v = w.linear(name((p + "v").c_str()), "", inner, c.d_model);
-  a.o = w.linear(name((p + "o").c_str()), "", c.d_model, inner);
+  a.q = w.linear(name(p + "q"), "", inner, c.d_model);
+  a.k = w.linear(name(p + "k"), "", inner, c.d_model);
+  a.v = w.linear(name(p + "v"), "", inner, c.d_model);
+  a.o = w.linear(name(p + "o"), "", c.d_model, inner);
   return a;
 }
 
-nn::FeedForward feed_forward(Weights& w, const std::function<std::string(const char*)>& name, const T5Config& c,
-                             bool hf) {
+nn::FeedForward feed_forward(Weights& w, const LayerNames& name, const T5Config& c, bool hf) {
   nn::FeedForward f;
   f.act = c.act;
   if (c.gated) {
@@ -128,7 +122,7 @@ std::unique_ptr<Model> build(const T5Config& c, const T5Names& names, const Tens
   s.source_embedding = s.target_embedding = weights.table(embed, c.vocab, c.d_model);
   s.positions = AbsolutePositions::None;
   for (int i = 0; i < c.enc_layers; ++i) {
-    auto name = [&](const char* role) { return names.layer("enc", i, role); };
+    const LayerNames name{names, "enc", i};
     nn::EncoderLayer l;
     l.placement = nn::NormPlacement::Pre;
     l.norm1 = weights.rms_norm(name("attn_norm"), c.d_model, c.eps);
@@ -139,7 +133,7 @@ std::unique_ptr<Model> build(const T5Config& c, const T5Names& names, const Tens
     s.encoder_bias.push_back(bias_table(weights, name("attn_rel_b"), c));
   }
   for (int i = 0; i < c.dec_layers; ++i) {
-    auto name = [&](const char* role) { return names.layer("dec", i, role); };
+    const LayerNames name{names, "dec", i};
     nn::DecoderLayer l;
     l.placement = nn::NormPlacement::Pre;
     l.norm1 = weights.rms_norm(name("attn_norm"), c.d_model, c.eps);
