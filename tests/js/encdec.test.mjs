@@ -172,3 +172,41 @@ describe('sentence embeddings (sentence-transformers folder) and fill-mask', () 
     }
   });
 });
+
+describe('CLI: beam flags, embed, fill-mask', () => {
+  const cli = join(root, 'bin', 'attnlens.mjs');
+  const attnlens = async (...args) => {
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    return (await promisify(execFile)('node', [cli, ...args], { maxBuffer: 16 << 20 })).stdout;
+  };
+
+  test('generate --num-beams on the Marian folder: transformers\' beams, with their score', async () => {
+    const ref = json('encdec/marian_ref.json');
+    const c = ref.config.generation.find((g) => g.name === 'beam4_lp_ngram2');
+    // the prompt as words of the fixture's tokenizer ("w<id>"), which closes it with </s> (id 0) as
+    // Marian's tokenizer does: the same source ids
+    const prompt = ref.config.source.slice(0, -1).map((id) => `w${id}`).join(' ');
+    const out = JSON.parse(await attnlens('generate', '--model', join(fixtures, 'encdec/marian'), '--prompt', prompt,
+      '--num-beams', '4', '--length-penalty', '1.5', '--no-repeat-ngram-size', '2', '--json'));
+    assert.deepEqual(out.source, ref.config.source);
+    assert.deepEqual(out.tokens, c.tokens);
+    assert.equal(typeof out.score, 'number');
+    assert.equal(out.tokens[0], 89);
+  });
+
+  test('embed --json and fill-mask --json', async () => {
+    const ref = json('encoders/minilm_ref.json');
+    const e = JSON.parse(await attnlens('embed', '--model', join(fixtures, 'encoders/minilm'), '--text', ref.config.texts[0],
+      '--text', ref.config.texts[1], '--json'));
+    assert.equal(e.embeddings.length, 2);
+    assert.deepEqual(e.tokens, ref.config.sequences.slice(0, 2));
+    e.embeddings.forEach((v, i) => {
+      const want = array(ref[`embedding_${i}`]);
+      assert.ok(v.reduce((s, x, c) => s + x * want[c], 0) >= 0.99999);
+    });
+    const want = json('encoders/bert_mlm_ref.json').config;
+    const f = JSON.parse(await attnlens('fill-mask', '--model', join(fixtures, 'encoders/bert_mlm'), '--text', want.text, '--json'));
+    assert.deepEqual(f.masks[0].candidates.map((x) => x.token), want.top_tokens);
+  });
+});
