@@ -173,18 +173,41 @@ const GenerateResult& Generation::result() {
   return r_;
 }
 
-  if (o_.max_new_tokens == 0) {
-    finish("length");
-    return;
-  }
-  if (beams) {
-    const int room = session_.cache.capacity() - session_.position() + 1;  // the last token is never run
-    context_limited_ = room < o_.max_new_tokens;
-    const int max_new = context_limited_ ? room : o_.max_new_tokens;
-    ProcessorOptions p = o_.processors;
-    p.repetition_penalty = o_.sampling.repetition_penalty;
-    beam_ = std::make_unique<BeamSearch>(model, session_, r_.tokens, logits_, o_.beams, p, f_.stop_tokens, max_new);
-  }
+// After the prefill: the beams start from its logits.
+void Generation::start_search() {
+  const int room = session_.cache.capacity() - session_.position() + 1;  // the last token is never run
+  context_limited_ = room < o_.max_new_tokens;
+  const int max_new = context_limited_ ? room : o_.max_new_tokens;
+  ProcessorOptions p = o_.processors;
+  p.repetition_penalty = o_.sampling.repetition_penalty;
+  beam_ = std::make_unique<BeamSearch>(model_, session_, r_.tokens, logits_, o_.beams, p, f_.stop_tokens, max_new);
+}
+
+// The search is over: the returned hypothesis is handed out token by token from now on.
+void Generation::start_replay() {
+  r_.decode_ms = now_ms() - decode_start_;
+  const auto& hyps = beam_->hypotheses();
+  for (const Hypothesis& h : hyps) r_.hypotheses.push_back({h.tokens, h.score});
+  const Hypothesis& best = hyps.front();
+  r_.score = best.score;
+  r_.decoded = beam_->steps() * o_.beams.num_beams;
+  replay_.assign(best.tokens.begin() + r_.prompt_tokens, best.tokens.end());
+  for (auto p = best.passes; p; p = p->previous) passes_.push_back(p);
+  std::reverse(passes_.begin(), passes_.end());
+  AL_CHECK(passes_.empty() || passes_.size() == replay_.size(), "beam search: ", passes_.size(),
+           " recorded passes for ", replay_.size(), " tokens");
+  load_pass(0);
+  if (replay_.empty()) finish("length");
+}
+
+// The recorder shows the pass that chose replayed token i (the encoder's records stay).
+void Generation::load_pass(size_t i) {
+  if (!session_.recorder || i >= passes_.size()) return;
+  for (const nn::AttentionRecord& r : passes_[i]->records) session_.recorder->put(r);
+}
+
+// Appends `next` to the sequence and fills the event; false when generation is over after it.
+bool Generation::emit(int next, TokenEvent& ev) {
   r_.tokens.push_back(next);
   ++steps_;
   const size_t emitted_before = text_->text().size();

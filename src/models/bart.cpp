@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "models/config.h"
 #include "models/encoder_decoder.h"
 #include "models/registry.h"
@@ -137,16 +138,16 @@ BartConfig read_config(const ConfigReader& r, const std::string& arch) {
   BartConfig c;
   c.arch = arch;
   c.d = r.positive_int("d_model");
-  c.enc_layers = r.positive_int("encoder_layers", 4096);
-  c.dec_layers = r.positive_int("decoder_layers", 4096);
-  c.heads = r.positive_int("encoder_attention_heads", 4096);
-  AL_CHECK(r.positive_int("decoder_attention_heads", c.heads, 4096) == c.heads, r.source(),
+  c.enc_layers = r.positive_int("encoder_layers", limits::kMaxLayers);
+  c.dec_layers = r.positive_int("decoder_layers", limits::kMaxLayers);
+  c.heads = r.positive_int("encoder_attention_heads", limits::kMaxHeads);
+  AL_CHECK(r.positive_int("decoder_attention_heads", c.heads, limits::kMaxHeads) == c.heads, r.source(),
            ": encoder_attention_heads and decoder_attention_heads differ (", c.heads, " vs ",
-           r.positive_int("decoder_attention_heads", 4096), "): not supported");
+           r.positive_int("decoder_attention_heads", limits::kMaxHeads), "): not supported");
   c.enc_ff = r.positive_int("encoder_ffn_dim");
   c.dec_ff = r.positive_int("decoder_ffn_dim");
-  c.vocab = r.positive_int("vocab_size");
-  c.positions = r.positive_int("max_position_embeddings", 1 << 20);
+  c.vocab = r.positive_int("vocab_size", limits::kMaxVocab);
+  c.positions = r.positive_int("max_position_embeddings", limits::kMaxContext);
   c.act = nn::parse_activation(r.string("activation_function", "gelu"));
   c.tied = r.boolean("tie_word_embeddings", true);
   AL_CHECK(c.d % c.heads == 0, r.source(), ": d_model ", c.d, " is not divisible by ", c.heads, " attention heads");
@@ -173,7 +174,7 @@ std::unique_ptr<Model> build_marian_hf(const nlohmann::json& config, const Tenso
   // embeddings, …) that Hugging Face's MarianMTModel does not read, and neither do we.
   c.scale_embedding = r.boolean("scale_embedding", true);
   c.shared_vocab = r.boolean("share_encoder_decoder_embeddings", true);
-  c.target_vocab = c.shared_vocab ? c.vocab : r.positive_int("decoder_vocab_size", c.vocab, 1 << 24);
+  c.target_vocab = c.shared_vocab ? c.vocab : r.positive_int("decoder_vocab_size", c.vocab, limits::kMaxVocab);
   c.final_norms = false;
   return build(c, tensors, o);
 }

@@ -14,6 +14,7 @@
 // A masked-LM head, when the file has one: transform → act → LayerNorm → decoder (tied to the word
 // embeddings unless stored) + bias.
 #include "core/error.h"
+#include "core/limits.h"
 #include "models/config.h"
 #include "models/decoder_config.h"
 #include "models/encoder_only.h"
@@ -177,7 +178,7 @@ std::unique_ptr<Model> build(const EncoderConfig& c, const TensorMap& tensors, c
 }
 
 int vocab_of(const ConfigReader& r, const TensorMap& t, const std::string& word) {
-  return r.has("vocab_size") ? r.positive_int("vocab_size") : int(t.get(word).dim(0));
+  return r.has("vocab_size") ? r.positive_int("vocab_size", limits::kMaxVocab) : leading_dim(t, word, limits::kMaxVocab, r.source());
 }
 
 }  // namespace
@@ -189,16 +190,16 @@ std::unique_ptr<Model> build_encoder_hf(const std::string& family, const nlohman
   c.arch = family;
   if (family == "distilbert") {
     c.d = r.positive_int("dim");
-    c.layers = r.positive_int("n_layers", 4096);
-    c.heads = r.positive_int("n_heads", 4096);
+    c.layers = r.positive_int("n_layers", limits::kMaxLayers);
+    c.heads = r.positive_int("n_heads", limits::kMaxHeads);
     c.ff = r.positive_int("hidden_dim");
     c.types = 0;
     c.act = nn::parse_activation(r.string("activation", "gelu"));
     c.mlm_act = c.act;
   } else {
     c.d = r.positive_int("hidden_size");
-    c.layers = r.positive_int("num_hidden_layers", 4096);
-    c.heads = r.positive_int("num_attention_heads", 4096);
+    c.layers = r.positive_int("num_hidden_layers", limits::kMaxLayers);
+    c.heads = r.positive_int("num_attention_heads", limits::kMaxHeads);
     c.ff = r.positive_int("intermediate_size");
     c.types = family == "mpnet" ? 0 : r.positive_int("type_vocab_size", 2, 1 << 16);
     c.eps = float(r.number("layer_norm_eps", 1e-12));
@@ -208,7 +209,7 @@ std::unique_ptr<Model> build_encoder_hf(const std::string& family, const nlohman
     AL_CHECK(r.string("position_embedding_type", "absolute") == "absolute", o.source, ": position_embedding_type \"",
              r.string("position_embedding_type"), "\" is not supported (absolute)");
   }
-  c.positions = r.positive_int("max_position_embeddings", 1 << 20);
+  c.positions = r.positive_int("max_position_embeddings", limits::kMaxContext);
   if (family == "roberta" || family == "mpnet") c.position_offset = r.positive_int("pad_token_id", 1, 1 << 20) + 1;
   if (family == "albert") {
     c.embedding = r.positive_int("embedding_size");
@@ -234,17 +235,17 @@ std::unique_ptr<Model> build_bert_gguf(const nlohmann::json& meta, const TensorM
   EncoderConfig c;
   c.arch = "gguf";
   c.d = r.positive_int("bert.embedding_length");
-  c.layers = r.positive_int("bert.block_count", 4096);
-  c.heads = r.positive_int("bert.attention.head_count", 4096);
+  c.layers = r.positive_int("bert.block_count", limits::kMaxLayers);
+  c.heads = r.positive_int("bert.attention.head_count", limits::kMaxHeads);
   c.ff = r.positive_int("bert.feed_forward_length");
-  c.positions = r.positive_int("bert.context_length", 1 << 20);
+  c.positions = r.positive_int("bert.context_length", limits::kMaxContext);
   c.eps = float(r.number("bert.attention.layer_norm_epsilon", 1e-12));
-  c.types = tensors.has("token_types.weight") ? int(tensors.get("token_types.weight").dim(0)) : 0;
+  c.types = tensors.has("token_types.weight") ? leading_dim(tensors, "token_types.weight", 1 << 16, o.source) : 0;
   AL_CHECK(!r.boolean("bert.attention.causal", false), o.source, ": bert.attention.causal is true (not a BERT)");
   // GGUF does not say which GELU: BERT's is the exact one (llama.cpp computes the tanh approximation).
   c.act = nn::Activation::GeluErf;
   AL_CHECK(c.d % c.heads == 0, o.source, ": embedding_length ", c.d, " is not divisible by head_count ", c.heads);
-  c.vocab = int(tensors.get("token_embd.weight").dim(0));
+  c.vocab = leading_dim(tensors, "token_embd.weight", limits::kMaxVocab, o.source);
   r.number("bert.pooling_type", 0);  // (the runtime reads it: how embed() pools)
   check_gguf_keys_used(r, "bert");
   return build(c, tensors, o);

@@ -71,6 +71,7 @@ void EncoderDecoderTransformer::embed(const nn::Matrix& table, const nn::Matrix&
 const float* EncoderDecoderTransformer::encode(Session& s, const int* tokens, int n, const int* token_types) const {
   AL_CHECK(!token_types, "encode: ", info_.architecture, " has no token types");
   check_ids(tokens, n, info_.source_vocab_size, "encode (source)");
+  check_scratch(n, "encode (source)");
   AL_CHECK(w_.max_positions == 0 || n <= w_.max_positions, "encode: the source has ", n, " tokens, more than the ",
            w_.max_positions, " positions of ", info_.architecture, "'s encoder");
   const int d = info_.d_model;
@@ -79,6 +80,7 @@ const float* EncoderDecoderTransformer::encode(Session& s, const int* tokens, in
   float* x = s.hidden.data();
   embed(w_.source_embedding, w_.encoder_positions, w_.encoder_embed_norm, tokens, n, 0, x);
   for (int l = 0; l < int(w_.encoder.size()); ++l) {
+    poll(s);  // abort() reaches a running pass between layers
     float* weights = nullptr;
     const unsigned char* heads = nullptr;
     if (s.recorder) {
@@ -101,11 +103,12 @@ const float* EncoderDecoderTransformer::decode(Session& s, const int* tokens, in
   const int pos0 = s.position(), d = info_.d_model;
   AL_CHECK(w_.max_positions == 0 || pos0 + n <= w_.max_positions, "decode: target positions up to ", pos0 + n - 1,
            " exceed the ", w_.max_positions, " positions of ", info_.architecture, "'s decoder");
-  s.cache.check_room(n);
+  s.cache.reserve(n);
   nn::ArenaScope scope(s.arena);
   float* y = s.arena.alloc(size_t(n) * d);
   embed(w_.target_embedding, w_.decoder_positions, w_.decoder_embed_norm, tokens, n, pos0, y);
   for (int l = 0; l < int(w_.decoder.size()); ++l) {
+    poll(s);  // abort() reaches a running pass between layers
     float* self_w = nullptr;
     float* cross_w = nullptr;
     const unsigned char* heads = nullptr;
@@ -122,7 +125,7 @@ const float* EncoderDecoderTransformer::decode(Session& s, const int* tokens, in
   float* h = y + size_t(n - rows) * d;
   if (w_.decoder_norm.dim) nn::norm(w_.decoder_norm, h, rows, h);
   if (w_.output_scale != 1.f) kernels::scale(h, w_.output_scale, rows * d);
-  s.logits.resize(size_t(rows) * info_.vocab_size);
+  s.logits.resize(logits_size(rows));
   nn::linear(w_.lm_head, h, rows, s.logits.data());
   return s.logits.data();
 }

@@ -96,6 +96,7 @@ const float* EncoderOnlyTransformer::encode_batch(Session& s, const EncoderBatch
   opt.batch = b.batch;
   opt.key_padding = b.padding;
   for (int l = 0; l < int(w_.layers.size()); ++l) {
+    poll(s);  // abort() reaches a running pass between layers
     float* weights = nullptr;
     const unsigned char* heads = nullptr;
     if (s.recorder) {
@@ -117,7 +118,7 @@ const float* EncoderOnlyTransformer::mlm_logits(Session& s) const {
   nn::linear(w_.mlm_transform, s.hidden.data(), n, h);
   nn::activate(w_.mlm_act, h, n * e);
   nn::norm(w_.mlm_norm, h, n, h);
-  s.logits.resize(size_t(n) * info_.vocab_size);
+  s.logits.resize(logits_size(n));
   nn::linear(w_.mlm_decoder, h, n, s.logits.data());
   return s.logits.data();
 }

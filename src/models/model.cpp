@@ -84,8 +84,12 @@ const float* Model::mlm_logits(Session&) const {
 }
 
 void Model::check_tokens(const int* tokens, int n, const char* what) const {
+  check_ids(tokens, n, info().vocab_size, what);
+  check_scratch(n, what);
+}
+
+void Model::check_scratch(int n, const char* what) const {
   const ModelInfo& i = info();
-  check_ids(tokens, n, i.vocab_size, what);
   // The widest scratch row a token needs (residual stream, Q|K|V, feed-forward), with room for the
   // several buffers of a layer: every n × width product the pass computes stays far from wrapping.
   const uint64_t width = std::max<uint64_t>({uint64_t(i.d_model), uint64_t(i.d_ff),

@@ -142,6 +142,8 @@ class Model {
   static void poll(const Session& s) {
     if (s.should_stop && s.should_stop()) throw attnlens::Cancelled();
   }
+  // The pass's scratch buffers for n tokens against the engine's limits (in 64 bits).
+  void check_scratch(int n, const char* what) const;
   // The same against another vocabulary size (an encoder's own vocabulary).
   static void check_ids(const int* tokens, int n, int vocab, const char* what);
 };

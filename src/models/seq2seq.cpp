@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "models/config.h"
 #include "models/encoder_decoder.h"
 #include "models/registry.h"

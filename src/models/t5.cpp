@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "models/config.h"
 #include "models/decoder_config.h"
 #include "models/encoder_decoder.h"
@@ -172,13 +173,13 @@ std::unique_ptr<Model> build_t5_hf(const nlohmann::json& config, const TensorMap
   c.d_model = r.positive_int("d_model");
   c.d_kv = r.positive_int("d_kv", 4096);
   c.d_ff = r.positive_int("d_ff");
-  c.heads = r.positive_int("num_heads", 4096);
-  c.enc_layers = r.positive_int("num_layers", 4096);
-  c.dec_layers = r.positive_int("num_decoder_layers", c.enc_layers, 4096);
-  c.vocab = r.positive_int("vocab_size");
+  c.heads = r.positive_int("num_heads", limits::kMaxHeads);
+  c.enc_layers = r.positive_int("num_layers", limits::kMaxLayers);
+  c.dec_layers = r.positive_int("num_decoder_layers", c.enc_layers, limits::kMaxLayers);
+  c.vocab = r.positive_int("vocab_size", limits::kMaxVocab);
   c.buckets = r.positive_int("relative_attention_num_buckets", 32, 4096);
-  c.max_distance = r.positive_int("relative_attention_max_distance", 128, 1 << 20);
-  c.context = r.positive_int("n_positions", 512, 1 << 20);
+  c.max_distance = r.positive_int("relative_attention_max_distance", 128, limits::kMaxContext);
+  c.context = r.positive_int("n_positions", 512, limits::kMaxContext);
   c.eps = float(r.number("layer_norm_epsilon", 1e-6));
   // Hugging Face's T5Config: "gated-<act>" or "<act>"; "gated-gelu" means the tanh GELU.
   const std::string proj = r.string("feed_forward_proj", "relu");
@@ -197,17 +198,17 @@ std::unique_ptr<Model> build_t5_gguf(const nlohmann::json& meta, const TensorMap
   T5Config c;
   c.d_model = r.positive_int("t5.embedding_length");
   c.d_ff = r.positive_int("t5.feed_forward_length");
-  c.heads = r.positive_int("t5.attention.head_count", 4096);
+  c.heads = r.positive_int("t5.attention.head_count", limits::kMaxHeads);
   c.d_kv = r.positive_int("t5.attention.key_length", c.d_model / c.heads, 4096);
   AL_CHECK(r.positive_int("t5.attention.value_length", c.d_kv, 4096) == c.d_kv, o.source,
            ": t5.attention.value_length differs from key_length");
-  c.enc_layers = r.positive_int("t5.block_count", 4096);
-  c.dec_layers = r.positive_int("t5.decoder_block_count", c.enc_layers, 4096);
+  c.enc_layers = r.positive_int("t5.block_count", limits::kMaxLayers);
+  c.dec_layers = r.positive_int("t5.decoder_block_count", c.enc_layers, limits::kMaxLayers);
   c.buckets = r.positive_int("t5.attention.relative_buckets_count", 4096);
   c.max_distance = 128;  // llama.cpp's value for every T5 (llama_relative_position_bucket)
-  c.context = r.positive_int("t5.context_length", 512, 1 << 20);
+  c.context = r.positive_int("t5.context_length", 512, limits::kMaxContext);
   c.eps = float(r.number("t5.attention.layer_norm_rms_epsilon", r.number("t5.attention.layer_norm_epsilon", 1e-6)));
-  c.vocab = int(tensors.get("token_embd.weight").dim(0));
+  c.vocab = leading_dim(tensors, "token_embd.weight", limits::kMaxVocab, o.source);
   c.gated = tensors.has("enc.blk.0.ffn_gate.weight");  // llama.cpp: gated → GELU, else ReLU
   c.act = c.gated ? nn::Activation::GeluTanh : nn::Activation::ReLU;
   c.tied = !tensors.has("output.weight");
