@@ -19,6 +19,11 @@ inline nlohmann::json parse_json(const uint8_t* begin, size_t size, const std::s
   return parse_json(p, p + size, what);
 }
 
+// The JSON parser itself, no depth check and no message: result is the value of [begin, end);
+// allow_exceptions: a syntax error throws nlohmann's parse_error, else returns false (result then
+// unspecified). Use parse_json for files; this is for callers that only probe (formats/detect.cpp).
+bool parse_json_dom(const char* begin, const char* end, nlohmann::json& result, bool allow_exceptions);
+
 // The first nesting depth of [begin, end) beyond `limit` (1 for "[" or "{"), or 0 when it stays
 // within: brackets inside strings do not count. Linear, no allocation.
 int json_depth_exceeds(const char* begin, const char* end, int limit);

@@ -63,8 +63,8 @@ bool is_safetensors_index(const Bytes& f) {
   if (std::search(text, text + f.size, kKey, kKey + sizeof kKey - 1) == text + f.size) return false;
   // Too deep to be an index: a plain JSON file, whose reader then says what is wrong with it.
   if (json_depth_exceeds(text, text + f.size, limits::kMaxJsonDepth)) return false;
-  nlohmann::json j = nlohmann::json::parse(text, text + f.size, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return false;  // also when parsing failed (discarded value)
+  nlohmann::json j;
+  if (!parse_json_dom(text, text + f.size, j, /*allow_exceptions=*/false) || !j.is_object()) return false;  // not JSON / not an object
   auto wm = j.find("weight_map");
   return wm != j.end() && wm->is_object();
 }
