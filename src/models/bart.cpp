@@ -95,17 +95,16 @@ std::unique_ptr<Model> build(const BartConfig& c, const TensorMap& tensors, cons
   }
   for (int i = 0; i < c.enc_layers; ++i) {
     const std::string p = enc + "layers." + std::to_string(i) + ".";
-    nn::EncoderLayer l;
+    nn::EncoderLayer& l = s.encoder.emplace_back();  // (built in place: no copy of a layer)
     l.placement = nn::NormPlacement::Post;
     l.self_attn = attention(w, p + "self_attn.", c);
     l.norm1 = norm(w, p, "self_attn_layer_norm", c);
     l.ffn = feed_forward(w, p, c.d, c.enc_ff, c.act);
     l.norm2 = norm(w, p, "final_layer_norm", c);
-    s.encoder.push_back(l);
   }
   for (int i = 0; i < c.dec_layers; ++i) {
     const std::string p = dec + "layers." + std::to_string(i) + ".";
-    nn::DecoderLayer l;
+    nn::DecoderLayer& l = s.decoder.emplace_back();  // (built in place: no copy of a layer)
     l.placement = nn::NormPlacement::Post;
     l.self_attn = attention(w, p + "self_attn.", c);
     l.norm1 = norm(w, p, "self_attn_layer_norm", c);
@@ -113,7 +112,6 @@ std::unique_ptr<Model> build(const BartConfig& c, const TensorMap& tensors, cons
     l.norm2 = norm(w, p, "encoder_attn_layer_norm", c);
     l.ffn = feed_forward(w, p, c.d, c.dec_ff, c.act);
     l.norm3 = norm(w, p, "final_layer_norm", c);
-    s.decoder.push_back(l);
   }
   if (c.final_norms) {
     s.encoder_norm = norm(w, enc, "layer_norm", c);

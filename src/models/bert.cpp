@@ -139,7 +139,7 @@ std::unique_ptr<Model> build(const EncoderConfig& c, const TensorMap& tensors, c
   for (int i = 0; i < runs; ++i) {
     const std::string prefix = layer_prefix(c, n, i);
     auto name = [&](Role r) { return prefix + n.roles[r]; };
-    nn::EncoderLayer l;
+    nn::EncoderLayer& l = s.layers.emplace_back();  // (built in place: no copy of a layer)
     l.placement = nn::NormPlacement::Post;
     l.self_attn.d_model = d;
     l.self_attn.shape = nn::split_heads(d, c.heads, c.heads);
@@ -157,7 +157,6 @@ std::unique_ptr<Model> build(const EncoderConfig& c, const TensorMap& tensors, c
     l.ffn.down = linear(name(kDown), d, c.ff);
     l.ffn.act = c.act;
     l.norm2 = w.layer_norm(name(kOutNorm), d, c.eps);
-    s.layers.push_back(l);
   }
   if (!n.relative_bias.empty())
     s.relative_bias = RelativeBiasTable{w.f32_table(n.relative_bias, 32, c.heads), 32, 128};

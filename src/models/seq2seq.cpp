@@ -58,17 +58,16 @@ std::unique_ptr<Model> build_seq2seq_hf(const nlohmann::json& config, const Tens
   s.embed_scale = r.boolean("scale_embeddings", true) ? std::sqrt(float(d)) : 1.f;
   for (int i = 0; i < enc_layers; ++i) {
     const std::string p = "encoder.layers." + std::to_string(i) + ".";
-    nn::EncoderLayer l;
+    nn::EncoderLayer& l = s.encoder.emplace_back();  // (built in place: no copy of a layer)
     l.placement = placement;
     l.self_attn = mha(w, p + "self_attn.", d, heads);
     l.ffn = ffn(w, p, d, ff, act);
     l.norm1 = w.layer_norm(p + "norm1", d, eps);
     l.norm2 = w.layer_norm(p + "norm2", d, eps);
-    s.encoder.push_back(l);
   }
   for (int i = 0; i < dec_layers; ++i) {
     const std::string p = "decoder.layers." + std::to_string(i) + ".";
-    nn::DecoderLayer l;
+    nn::DecoderLayer& l = s.decoder.emplace_back();  // (built in place: no copy of a layer)
     l.placement = placement;
     l.self_attn = mha(w, p + "self_attn.", d, heads);
     l.cross_attn = mha(w, p + "multihead_attn.", d, heads);
@@ -76,7 +75,6 @@ std::unique_ptr<Model> build_seq2seq_hf(const nlohmann::json& config, const Tens
     l.norm1 = w.layer_norm(p + "norm1", d, eps);
     l.norm2 = w.layer_norm(p + "norm2", d, eps);
     l.norm3 = w.layer_norm(p + "norm3", d, eps);
-    s.decoder.push_back(l);
   }
   if (r.boolean("final_layer_norm", true)) {
     s.encoder_norm = w.layer_norm("encoder.norm", d, eps);

@@ -124,18 +124,17 @@ std::unique_ptr<Model> build(const T5Config& c, const T5Names& names, const Tens
   s.positions = AbsolutePositions::None;
   for (int i = 0; i < c.enc_layers; ++i) {
     const LayerNames name{names, "enc", i};
-    nn::EncoderLayer l;
+    nn::EncoderLayer& l = s.encoder.emplace_back();  // (built in place: no copy of a layer)
     l.placement = nn::NormPlacement::Pre;
     l.norm1 = weights.rms_norm(name("attn_norm"), c.d_model, c.eps);
     l.self_attn = attention(weights, name, "attn_", c);
     l.norm2 = weights.rms_norm(name("ffn_norm"), c.d_model, c.eps);
     l.ffn = feed_forward(weights, name, c, hf);
-    s.encoder.push_back(l);
     s.encoder_bias.push_back(bias_table(weights, name("attn_rel_b"), c));
   }
   for (int i = 0; i < c.dec_layers; ++i) {
     const LayerNames name{names, "dec", i};
-    nn::DecoderLayer l;
+    nn::DecoderLayer& l = s.decoder.emplace_back();  // (built in place: no copy of a layer)
     l.placement = nn::NormPlacement::Pre;
     l.norm1 = weights.rms_norm(name("attn_norm"), c.d_model, c.eps);
     l.self_attn = attention(weights, name, "attn_", c);
@@ -143,7 +142,6 @@ std::unique_ptr<Model> build(const T5Config& c, const T5Names& names, const Tens
     l.cross_attn = attention(weights, name, "cross_attn_", c);
     l.norm3 = weights.rms_norm(name("ffn_norm"), c.d_model, c.eps);
     l.ffn = feed_forward(weights, name, c, hf);
-    s.decoder.push_back(l);
     s.decoder_bias.push_back(bias_table(weights, name("attn_rel_b"), c));
   }
   AL_CHECK(s.encoder_bias[0].table, o.source, ": ", names.layer("enc", 0, "attn_rel_b"), " is missing");
