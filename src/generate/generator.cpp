@@ -102,6 +102,7 @@ Generation::Generation(const models::Model& model, const Tokenizer& tok, const P
     : model_(model), tok_(tok), f_(f), session_(session), o_(o), sampler_(o.sampling) {
   AL_CHECK(o.max_new_tokens >= 0, "max_new_tokens must be ≥ 0, got ", o.max_new_tokens);
   AL_CHECK(o.prefill_chunk >= 0, "prefill_chunk must be ≥ 0, got ", o.prefill_chunk);
+  AL_CHECK(o.predictions >= 0, "predictions must be ≥ 0, got ", o.predictions);
   AL_CHECK(!prompt.empty(), "the prompt is empty: it encodes to no tokens");
   session_.reset();
   if (model.kind() == models::ModelKind::EncoderDecoder) {
@@ -164,18 +165,20 @@ bool Generation::step(TokenEvent& ev) {
       finish("aborted");
       return false;
     }
-    ev = TokenEvent{-1, fed_, ""};
+    ev = TokenEvent{-1, fed_, "", nullptr};
     if (prefilled_) {
       decode_start_ = now_ms();
       if (o_.max_new_tokens == 0) finish("length");
     }
     return true;
   }
+  // The model's own distribution over the next token (the sampler applies its options to a copy).
+  if (o_.predictions > 0) top_.compute(logits_, 1, model_.info().vocab_size, o_.predictions);
   const int next = sampler_.sample(logits_, model_.info().vocab_size, r_.tokens);
   r_.tokens.push_back(next);
   ++steps_;
   const size_t emitted_before = text_->text().size();
-  ev = TokenEvent{next, int(r_.tokens.size()) - 1, text_->push(next)};
+  ev = TokenEvent{next, int(r_.tokens.size()) - 1, text_->push(next), o_.predictions > 0 ? &top_ : nullptr};
   if (is_stop_token(f_, next)) {
     finish("eos");
     return true;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "generate/predictions.h"
 #include "generate/sampler.h"
 #include "models/model.h"
 #include "tokenizers/tokenizer.h"
@@ -49,12 +50,16 @@ struct GenerateOptions {
   // Prefill a decoder-only prompt this many tokens per step() (0 = the whole prompt in one pass), so
   // that a caller stepping the generation can yield, and abort, between chunks of a long prompt.
   int prefill_chunk = 0;
+  int predictions = 0;            // > 0: each step also reports the top-k of the logits it sampled from
 };
 
 struct TokenEvent {
   int token;         // the token just chosen; -1 for a prefill step that chose none yet
   int position;      // its position in the decoder sequence (prefill steps: the prompt tokens fed so far)
   std::string text;  // text newly completed by it (may be empty mid UTF-8 character)
+  // With GenerateOptions::predictions: the most likely tokens of the distribution this token was
+  // drawn from (the model's, before sampling options), rows = 1; valid until the next step. Else null.
+  const TopK* predictions = nullptr;
 };
 
 struct GenerateResult {
@@ -106,6 +111,7 @@ class Generation {
   models::Session& session_;
   GenerateOptions o_;
   Sampler sampler_;
+  TopK top_;
   std::unique_ptr<TextStream> text_;
   GenerateResult r_;
   const float* logits_ = nullptr;
