@@ -67,7 +67,8 @@ class Bert : public Model {
         weights = s.recorder->slot(nn::AttentionKind::Encoder, l, info_.n_heads, n, n, 0);
         heads = s.recorder->head_mask(info_.n_heads);
       }
-      nn::encoder_layer(w_.layers[l], x, nn::Pass{n, 0, nullptr, l}, {}, {weights, heads}, s.arena);
+      nn::encoder_layer(w_.layers[l], x, nn::Pass{n, 0, nullptr, l}, {},
+                        {weights, heads, {s.hooks, nn::AttentionKind::Encoder, l, 0}}, s.arena);
     }
     s.memory_length = n;
     return x;
@@ -77,14 +78,21 @@ class Bert : public Model {
     if (!has_mlm_head()) return Model::mlm_logits(s);
     const int d = info_.d_model, n = s.memory_length;
     AL_CHECK(n > 0 && s.hidden.size() == size_t(n) * d, "masked-LM logits: call encode first");
-    nn::ArenaScope scope(s.arena);
-    float* h = s.arena.alloc(size_t(n) * d);
-    nn::linear(w_.mlm_transform, s.hidden.data(), n, h);
-    nn::activate(w_.act, h, n * d);
-    nn::norm(w_.mlm_norm, h, n, h);
     s.logits.resize(logits_size(n));
-    nn::linear(w_.mlm_decoder, h, n, s.logits.data());
+    unembed(s, s.hidden.data(), n, s.logits.data());
     return s.logits.data();
+  }
+
+  // The masked-LM head: logits = LayerNorm(act(x · Wᵀ + b)) · Eᵀ + bias
+  void unembed(Session& s, const float* x, int rows, float* logits) const override {
+    if (!has_mlm_head()) return Model::unembed(s, x, rows, logits);
+    const int d = info_.d_model;
+    nn::ArenaScope scope(s.arena);
+    float* h = s.arena.alloc(size_t(rows) * d);
+    nn::linear(w_.mlm_transform, x, rows, h);
+    nn::activate(w_.act, h, rows * d);
+    nn::norm(w_.mlm_norm, h, rows, h);
+    nn::linear(w_.mlm_decoder, h, rows, logits);
   }
 
  private:

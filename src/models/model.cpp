@@ -78,6 +78,10 @@ const float* Model::mlm_logits(Session&) const {
   fail(info().architecture, " model has no masked-language-model head");
 }
 
+void Model::unembed(Session&, const float*, int, float*) const {
+  fail(info().architecture, " model has no output head to read its layers with");
+}
+
 void Model::check_tokens(const int* tokens, int n, const char* what) const {
   AL_CHECK(n > 0, what, ": no tokens given");
   AL_CHECK(tokens != nullptr, what, ": tokens are missing");

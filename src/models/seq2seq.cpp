@@ -6,6 +6,7 @@
 //             memory, FFN);  logits = Norm(y) · Eᵀ          (one embedding shared by all three)
 //
 // PE is the sinusoidal encoding; post-LN as in the paper (norm_first selects pre-LN).
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -51,7 +52,8 @@ class Seq2Seq : public Model {
     for (int l = 0; l < int(w_.encoder.size()); ++l) {
       poll(s);  // abort() reaches a running pass between layers
       auto [weights, heads] = slot(s, nn::AttentionKind::Encoder, l, n, n, 0);
-      nn::encoder_layer(w_.encoder[l], x, nn::Pass{n, 0, nullptr, l}, {}, {weights, heads}, s.arena);
+      nn::encoder_layer(w_.encoder[l], x, nn::Pass{n, 0, nullptr, l}, {},
+                        {weights, heads, {s.hooks, nn::AttentionKind::Encoder, l, 0}}, s.arena);
     }
     if (w_.encoder_norm.dim) nn::norm(w_.encoder_norm, x, n, x);
     // The decoder's cross-attention keys/values of this source, once for every step to come.
@@ -74,16 +76,24 @@ class Seq2Seq : public Model {
       auto [self_w, heads] = slot(s, nn::AttentionKind::Self, l, n, pos0 + n, pos0);
       float* cross_w = s.recorder ? s.recorder->slot(nn::AttentionKind::Cross, l, info_.n_heads, n, s.memory_length, pos0)
                                   : nullptr;
-      nn::decoder_layer(w_.decoder[l], y, nn::Pass{n, pos0, &s.cache, l}, s.memory[l], {}, {{self_w, heads}, {cross_w, heads}},
-                        s.arena);
+      const nn::DecoderCapture capture{{self_w, heads, {s.hooks, nn::AttentionKind::Self, l, pos0}},
+                                       {cross_w, heads, {s.hooks, nn::AttentionKind::Cross, l, pos0}}};
+      nn::decoder_layer(w_.decoder[l], y, nn::Pass{n, pos0, &s.cache, l}, s.memory[l], {}, capture, s.arena);
     }
     s.cache.advance(n);
     const int rows = all_logits ? n : 1;
-    float* h = y + size_t(n - rows) * d;
-    if (w_.decoder_norm.dim) nn::norm(w_.decoder_norm, h, rows, h);
     s.logits.resize(logits_size(rows));
-    nn::linear(w_.lm_head, h, rows, s.logits.data());
+    unembed(s, y + size_t(n - rows) * d, rows, s.logits.data());
     return s.logits.data();
+  }
+
+  // logits = Norm(y) · Eᵀ (the decoder's final norm, if the model has one)
+  void unembed(Session& s, const float* y, int rows, float* logits) const override {
+    nn::ArenaScope scope(s.arena);
+    float* h = s.arena.alloc(size_t(rows) * info_.d_model);
+    if (w_.decoder_norm.dim) nn::norm(w_.decoder_norm, y, rows, h);
+    else std::copy(y, y + size_t(rows) * info_.d_model, h);
+    nn::linear(w_.lm_head, h, rows, logits);
   }
 
  private:
