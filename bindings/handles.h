@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "interp/interventions.h"
 #include "nn/recorder.h"
 #include "runtime/loader.h"
 
@@ -125,7 +126,7 @@ class SessionHandle {
   // temperature, topK, topP, repetitionPenalty, seed, stop} (web/src/validate.mjs generateOptions) and
   // prefillChunk (tokens per prefill step; 0 = the whole prompt).
   void start(const val& prompt_ids, const val& options);
-  val step();   // {token, position, piece, text, done} or null when finished; token -1: a prefill step
+  val step();   // {token, position, piece, text, done, topk?} or null when finished; token -1: a prefill step
   void abort();
   // flag: an Int32Array on a SharedArrayBuffer that another thread sets to 1 to stop the pass that
   // runs (checked between layers: Session::should_stop), or null.
@@ -134,12 +135,20 @@ class SessionHandle {
   // timings: {prefillMs, decodeMs, decodedTokens, tokensPerSecond}}.
   val result() const;
 
+  // Interpretability (bindings/interp.cpp): plain objects and typed-array copies.
+  void set_ablations(const val& ablations);  // [{kind, layer, head, mode}] for later passes; [] = none
+  val analyze(const val& input, const val& options);  // forward pass + predictions, lens, scores
+  val patch(const val& clean, const val& corrupted, const val& spec);
+  val patch_sweep(const val& clean, const val& corrupted, const val& spec);
+  val probe(const val& options);  // head detectors on the repeated random-token probe
+
  private:
   std::shared_ptr<const runtime::LoadedModel> m_;
   std::unique_ptr<models::Session> s_;
   nn::AttentionRecorder recorder_;
   std::unique_ptr<generate::Generation> gen_;
   uint64_t seed_ = 0;
+  std::unique_ptr<interp::Interventions> ablation_hooks_;  // set_ablations()
 };
 
 }  // namespace attnlens::bindings
