@@ -15,6 +15,7 @@ export class Run {
     this.finishReason = null;
     this.error = null;
     this.stats = { prefillMs: NaN, generated: 0, tokensPerSecond: NaN, msPerToken: NaN, engineTimed: false };
+    this.predictions = [];                            // [position] → the top-k that produced the next token
     this.settings = null;
     this.lastRowNote = '';
   }
@@ -63,6 +64,7 @@ export async function generate(model, prompt, options, { signal, onUpdate = () =
     let first = true;
     const stream = api.stream(encoded.ids, {
       attentions: true,
+      predictions: 5,
       maxNewTokens: options.maxNewTokens,
       temperature: options.temperature,
       topK: options.topK,
@@ -81,6 +83,7 @@ export async function generate(model, prompt, options, { signal, onUpdate = () =
       run.target.ids.push(step.token);
       run.target.pieces.push(step.piece);
       run.target.origin.push('generated');
+      if (step.topk) run.predictions[step.position - 1] = step.topk;
       run.text += step.text;
       run.stats.generated++;
       if (run.stats.generated > 1) {
