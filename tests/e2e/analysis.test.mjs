@@ -41,6 +41,7 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
     await page.fill('#temperature', String(temperature));
     await page.click('#generate');
     await page.waitForFunction(() => ['done', 'stopped', 'error'].includes(document.querySelector('#stats').dataset.status), null, { timeout: 120_000 });
+    await page.$eval('#analysis', (el) => el.scrollIntoView());  // off screen the panel draws nothing
     return page.evaluate(() => {
       const r = window.attnlens.state.run;
       return { status: r.status, error: r.error?.message, ids: r.target.ids, promptLength: r.promptLength, generated: r.stats.generated };
@@ -60,7 +61,10 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
   }, [fn.toString(), arg]);
 
   test('predictions: top-5 bars for every token while and after generating; the logit lens on hover', async (t) => {
+    // A page tall enough to show the analysis panel while generating: the predictions stream in live.
+    await page.setViewportSize({ width: 1280, height: 2200 });
     await page.click('#atab-predictions');
+    assert.equal(await page.evaluate(() => window.attnlens.analysis.onScreen), true);
     const read = await observeLongTasks(page);
     const run = await generateOnPage({ prompt: 'And God said', maxNewTokens: 60, temperature: 0.8, seed: 3 });
     const longTasks = await read();
@@ -96,6 +100,7 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
       assert.deepEqual(longTasks, [], `long tasks on the main thread: ${JSON.stringify(longTasks)}`);
     }
     await screenshot(page, 'analysis-predictions.png', { fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 900 });
     assert.deepEqual(browser.errors, []);
   });
 

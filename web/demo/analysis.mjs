@@ -38,9 +38,19 @@ export class Analysis {
         this.show(tabs[j].dataset.analysis);
       });
     }
-    // The visible view follows the model and the run (new tokens while streaming: a few times a second).
-    state.on(['model', 'run'], () => invalidate(this.views[this.tab]));
-    state.on(['rows'], () => invalidateSoon(this.views[this.tab]));
+    // The visible view follows the model and the run (new tokens while streaming: a few times a second),
+    // while the panel is on screen: off screen it draws nothing and asks the engine for nothing (the
+    // page stays light while generating), and catches up when it scrolls into view.
+    this.onScreen = false;
+    new IntersectionObserver((entries) => {
+      this.onScreen = entries.at(-1).isIntersecting;
+      if (this.onScreen) invalidate(this.views[this.tab]);
+    }).observe($('#analysis'));
+    const redraw = (soon) => () => {
+      if (this.onScreen) (soon ? invalidateSoon : invalidate)(this.views[this.tab]);
+    };
+    state.on(['model', 'run'], redraw(false));
+    state.on(['rows'], redraw(true));
     state.on(['model'], () => Object.values(this.views).forEach((v) => v.reset?.()));
     this.show(this.tab);
   }
@@ -78,7 +88,7 @@ export class Analysis {
         .then((value) => { r.value = value; }, (error) => { r.error = error; })
         .finally(() => {
           r.pending = false;
-          Object.values(this.views).forEach((v) => invalidate(v));
+          invalidate(this.views[this.tab]);  // the others draw it when shown
         });
       this.#results.set(run, r);
     }

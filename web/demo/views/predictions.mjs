@@ -6,8 +6,11 @@
 // While generating, the generated tokens' bars come from the stream (each step's predictions); when
 // the run ends, one forward pass gives every position's, with the logit lens.
 import { ColourScale } from '../colour.mjs';
+import { invalidate } from '../frame.mjs';
 import { h, visiblePiece } from '../format.mjs';
 import { paint } from './grid.mjs';
+
+const CARDS_PER_FRAME = 24;
 
 const pct = (p) => (p >= 0.995 ? '100%' : p >= 0.1 ? `${(p * 100).toFixed(0)}%` : p >= 0.001 ? `${(p * 100).toFixed(1)}%` : '<0.1%');
 
@@ -65,19 +68,26 @@ export class PredictionsView {
         : run.status === 'running'
           ? 'Generating: each new token shows the guesses it was drawn from. The prompt\u2019s guesses and the logit lens follow when the run ends.'
           : 'Computing the predictions and the logit lens of every position…';
-    // Cards are rebuilt only when their data changes: a streamed token adds one card.
+    // Cards are rebuilt only when their data changes: a streamed token adds one card. At most
+    // CARDS_PER_FRAME per frame (the rest in the next frames), so that the main thread never runs
+    // long when a whole run's predictions arrive at once.
+    let built = 0;
     for (let p = 0; p < n; p++) {
       const top = forward?.topk[p] ?? run.predictions?.[p] ?? null;
       const next = p + 1 < ids.length ? ids[p + 1] : null;
       const key = `${forward ? 'f' : top ? 's' : '-'}:${next}`;
       const have = this.cards[p];
       if (have && have.key === key) continue;
+      if (built++ === CARDS_PER_FRAME) {
+        invalidate(this);
+        break;
+      }
       const el = this.#card(p, run.target.pieces[p], top, next);
       if (have) have.el.replaceWith(el);
       else this.strip.append(el);
       this.cards[p] = { el, key };
     }
-    if (this.focus !== null) this.#showLens(this.focus);
+    if (this.focus !== null && built <= CARDS_PER_FRAME) this.#showLens(this.focus);
   }
 
   #card(p, piece, top, next) {
