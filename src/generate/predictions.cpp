@@ -20,7 +20,7 @@ void TopK::compute(const float* row_logits, int n_rows, int vocab, int top) {
     const float* x = row_logits + size_t(r) * vocab;
     int* id = ids.data() + size_t(r) * k;
     kernels::top_k(x, vocab, k, id);
-    const float lse = kernels::log_sum_exp(x, vocab);
+    const float lse = kernels::log_sum_exp(x, vocab, x[id[0]]);  // the top entry is the maximum
     for (int j = 0; j < k; ++j) {
       const float l = x[id[j]];
       logits[size_t(r) * k + j] = l;

@@ -61,9 +61,13 @@ void top_k(const float* x, int n, int k, int* idx) noexcept {
   };
   int i = k;
   Vec vt(threshold(x, idx));
+  alignas(64) float above[W];
   for (; i + W <= n; i += W) {
-    if (!xsimd::any(load(x + i) > vt)) continue;
-    for (int j = i; j < i + W; ++j) offer(j);
+    const auto gt = load(x + i) > vt;
+    if (!xsimd::any(gt)) continue;
+    xsimd::select(gt, Vec(1.f), Vec(0.f)).store_aligned(above);  // only the lanes above the threshold
+    for (int r = 0; r < W; ++r)
+      if (above[r] != 0.f) offer(i + r);
     vt = Vec(threshold(x, idx));
   }
   for (; i < n; ++i) offer(i);
@@ -80,7 +84,13 @@ float log_sum_exp(const float* x, int n) noexcept {
     mx = simd::max_lanes(m);
   }
   for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  return log_sum_exp(x, n, mx);
+}
+
+float log_sum_exp(const float* x, int n, float mx) noexcept {
+  if (n <= 0) return -std::numeric_limits<float>::infinity();
   if (std::isinf(mx)) return mx;  // +∞ dominates; all −∞: the sum is 0
+  int i = 0;
   const Vec vmx(mx);
   Vec s0(0.f), s1(0.f);
   for (i = 0; i + 2 * W <= n; i += 2 * W) {

@@ -14,6 +14,8 @@ void top_k(const float* x, int n, int k, int* idx) noexcept;
 
 // log Σ_i exp(x_i), computed as m + log Σ exp(x_i − m) with m = max x (no overflow); −∞ for n = 0.
 float log_sum_exp(const float* x, int n) noexcept;
+// The same when the maximum mx of x[0..n) is known already (e.g. the first entry of top_k): one pass.
+float log_sum_exp(const float* x, int n, float mx) noexcept;
 
 namespace ref {
 void top_k(const float* x, int n, int k, int* idx) noexcept;

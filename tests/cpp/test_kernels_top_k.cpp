@@ -72,6 +72,7 @@ TEST_CASE("log_sum_exp equals a float64 sum and its reference", "[kernels][top_k
     INFO("n = " << n);
     CHECK(std::fabs(k::log_sum_exp(x.data(), n) - want) <= 1e-5 * std::max(1.0, std::fabs(want)));
     CHECK(std::fabs(k::ref::log_sum_exp(x.data(), n) - want) <= 1e-5 * std::max(1.0, std::fabs(want)));
+    CHECK(std::fabs(k::log_sum_exp(x.data(), n, float(m)) - want) <= 1e-5 * std::max(1.0, std::fabs(want)));
   }
   std::vector<float> big = {1000.f, 1000.f};  // no overflow
   CHECK(k::log_sum_exp(big.data(), 2) == Approx(1000.0 + std::log(2.0)));
