@@ -159,17 +159,23 @@ int main(int argc, char** argv) {
   generate::TopK top;
   enum { Off, Noop, TopK, kDecodeVariants };
   const char* decode_names[] = {"off", "noop-hooks", "top-k"};
+  // Each timed sample repeats its work `reps` times, enough for ≥ kSampleMs of CPU time (a tiny model's
+  // single pass is too short for the clock and this machine's interruptions).
+  constexpr double kSampleMs = 60;
+  int decode_reps = 1, forward_reps = 1;
   auto decode = [&](int variant) {
-    s->reset();
     s->hooks = variant == Noop ? &noop : nullptr;
     const double t0 = cpu_ms();
-    for (int p = 0; p < steps; ++p) {
-      const float* logits = m.decode(*s, &seq[size_t(p)], 1);
-      if (variant == TopK) top.compute(logits, 1, V, o.k);
+    for (int r = 0; r < decode_reps; ++r) {
+      s->reset();
+      for (int p = 0; p < steps; ++p) {
+        const float* logits = m.decode(*s, &seq[size_t(p)], 1);
+        if (variant == TopK) top.compute(logits, 1, V, o.k);
+      }
     }
     const double ms = cpu_ms() - t0;
     s->hooks = nullptr;
-    return steps * 1000.0 / ms;  // tokens/s
+    return double(steps) * decode_reps * 1000.0 / ms;  // tokens/s
   };
 
   interp::Input in;
@@ -181,13 +187,15 @@ int main(int argc, char** argv) {
     if (variant == 2) a.lens_top_k = o.k;
     if (variant == 3) a.lens_logits = true;
     const double t0 = cpu_ms();
-    interp::analyze(m, *s, in, a);
-    return cpu_ms() - t0;
+    for (int r = 0; r < forward_reps; ++r) interp::analyze(m, *s, in, a);
+    return (cpu_ms() - t0) / forward_reps;
   };
 
   std::vector<std::vector<double>> dec(kDecodeVariants), fwd(4);
-  for (int v = 0; v < kDecodeVariants; ++v) decode(v);  // warm-up (wasm tiers up)
+  for (int v = 0; v < kDecodeVariants; ++v) decode(v);  // warm-up (wasm tiers up), then calibration
   for (int v = 0; v < 4; ++v) forward(v);
+  decode_reps = std::max(1, int(kSampleMs / (steps * 1000.0 / decode(Off))));
+  forward_reps = std::max(1, int(kSampleMs / forward(0)));
   for (int r = 0; r < o.rounds; ++r) {
     for (int i = 0; i < kDecodeVariants; ++i) {
       const int v = (i + r) % kDecodeVariants;  // rotate the order from round to round

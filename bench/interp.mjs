@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // What the interpretability toolkit costs (issue 13): bench_interp (bench/bench_interp.cpp) natively
-// and in wasm, on our kjv-gpt2, on stories260K (../shared) and on the random stories15M-shaped
-// checkpoint bench/models.mjs keeps in its cache (made by `npm run bench` before this runs).
+// and in wasm, on our kjv-gpt2, on stories260K (../shared) and on a random stories15M-shaped
+// checkpoint (bench/models.mjs makes it once into its cache).
 //
 //   decode   tokens/s with the hooks off, with a no-op hook at every point (an upper bound of what the
 //            points cost when off), and with top-k predictions at every step (target: ≤ 5% slower)
@@ -13,13 +13,14 @@
 //   node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+import { checkpoint } from './models.mjs';
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
-const cacheDir = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.cache', 'attnlens-bench');
 const log = (...m) => process.stderr.write(m.join(' ') + '\n');
 
 function parseArgs(argv) {
@@ -46,9 +47,7 @@ function models() {
   const st = join(shared, 'models', 'stories260K');
   if (existsSync(join(st, 'stories260K.bin'))) out.push({ label: 'stories260K', files: [join(st, 'stories260K.bin'), join(st, 'tok512.bin')] });
   else log(`[bench] SKIPPED stories260K: ${st} is absent (../shared is not next to this clone)`);
-  const r15 = join(cacheDir, 'rand15M.bin');
-  if (existsSync(r15)) out.push({ label: 'random 15M', files: [r15] });
-  else log(`[bench] SKIPPED the 15M shape: ${r15} is absent (npm run bench -- --only models makes it)`);
+  out.push({ label: 'random 15M', files: [checkpoint('15M')] });  // made once, kept in bench/models.mjs's cache
   return out;
 }
 
@@ -127,12 +126,8 @@ async function main() {
   console.log(table(['model', 'platform', 'decode tok/s (hooks off)', 'time/token, no-op hooks', 'time/token, top-10 per step (≤ +5%)',
     'forward 64 tok, ms', '+ top-10', '+ logit lens (≤ 2×)', '+ full lens logits'], rows));
   if (args.baseline) {
-    const ckpt = join(cacheDir, 'rand15M.bin');
-    if (!existsSync(ckpt)) log(`[bench] SKIPPED today: ${ckpt} is absent`);
-    else {
-      const t = today(args.baseline, args, bin, ckpt);
-      console.log(`\nDecode, random 15M, native: ${args.baseline} ${t.base.toFixed(1)} tok/s, this tree (hooks off) ${t.mine.toFixed(1)} tok/s: time/token ${pct(t.base / t.mine)} (target within 2%)`);
-    }
+    const t = today(args.baseline, args, bin, checkpoint('15M'));
+    console.log(`\nDecode, random 15M, native: ${args.baseline} ${t.base.toFixed(1)} tok/s, this tree (hooks off) ${t.mine.toFixed(1)} tok/s: time/token ${pct(t.base / t.mine)} (target within 2%)`);
   }
 }
 

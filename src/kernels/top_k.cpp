@@ -44,6 +44,30 @@ inline float threshold(const float* x, const int* heap) {
   return std::isnan(t) ? -std::numeric_limits<float>::infinity() : t;
 }
 
+// A lower bound of the k-th largest value, in one vector pass: G = ⌈k/W⌉ vectors of running maxima,
+// vector i of x going to accumulator i mod G, hold G·W ≥ k maxima of disjoint sets of entries, so at
+// least k entries are ≥ the k-th largest of them. −∞ when that does not pay (short rows, large k, NaN).
+float kth_lower_bound(const float* x, int n, int k) {
+  constexpr float kNone = -std::numeric_limits<float>::infinity();
+  constexpr int kMaxGroups = 8;
+  const int groups = (k + W - 1) / W;
+  if (groups > kMaxGroups || n < 4 * groups * W) return kNone;
+  Vec acc[kMaxGroups];
+  for (int g = 0; g < groups; ++g) acc[g] = Vec(kNone);
+  int g = 0;
+  for (int i = 0; i + W <= n; i += W) {
+    acc[g] = xsimd::max(acc[g], load(x + i));
+    if (++g == groups) g = 0;
+  }
+  alignas(64) float m[kMaxGroups * W];
+  for (int j = 0; j < groups; ++j) acc[j].store_aligned(m + j * W);
+  const int count = groups * W;
+  for (int j = 0; j < count; ++j)
+    if (std::isnan(m[j])) return kNone;
+  std::nth_element(m, m + (k - 1), m + count, [](float a, float b) { return a > b; });
+  return m[k - 1];
+}
+
 }  // namespace
 
 void top_k(const float* x, int n, int k, int* idx) noexcept {
@@ -59,18 +83,24 @@ void top_k(const float* x, int n, int k, int* idx) noexcept {
       sift_down(x, idx, k, 0);
     }
   };
+  // Entries below `bound` cannot be among the k largest: with it, few lanes are ever looked at, even
+  // while the heap still holds the row's first (arbitrary) entries.
+  const float bound = kth_lower_bound(x, n, k);
+  const Vec vb(bound);
   int i = k;
   Vec vt(threshold(x, idx));
   alignas(64) float above[W];
   for (; i + W <= n; i += W) {
-    const auto gt = load(x + i) > vt;
-    if (!xsimd::any(gt)) continue;
-    xsimd::select(gt, Vec(1.f), Vec(0.f)).store_aligned(above);  // only the lanes above the threshold
+    const Vec v = load(x + i);
+    const auto candidate = (v > vt) && (v >= vb);
+    if (!xsimd::any(candidate)) continue;
+    xsimd::select(candidate, Vec(1.f), Vec(0.f)).store_aligned(above);  // only those lanes
     for (int r = 0; r < W; ++r)
       if (above[r] != 0.f) offer(i + r);
     vt = Vec(threshold(x, idx));
   }
-  for (; i < n; ++i) offer(i);
+  for (; i < n; ++i)
+    if (!(x[i] < bound)) offer(i);
   std::sort(idx, idx + k, [x](int a, int b) { return ranks_before(x, a, b); });
 }
 

@@ -1,5 +1,6 @@
 // Reading predictions off a logits row without sorting (or copying) the vocabulary:
-//   top_k        the k largest entries, by a single pass that keeps the k best seen so far
+//   top_k        the k largest entries: one vector pass bounds the k-th largest from below, one pass
+//                keeps the k best seen so far among the entries above that bound
 //   log_sum_exp  log Σ exp(x_i), so that any entry's probability is exp(x_i − log_sum_exp)
 // Both are vectorized (the pass over the row skips whole vectors below the current k-th best) and
 // have plain scalar twins in namespace ref, like every kernel (kernels.h's conventions).
