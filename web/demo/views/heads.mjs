@@ -68,7 +68,7 @@ export class HeadsView {
         scores = p.value.heads;
         const loss = p.value.loss;
         this.note.textContent = `${p.value.sequences.length} sequences of BOS + ${p.value.length} random tokens repeated once (${p.value.kind} attention).` +
-          (loss ? ` Loss on the first copy ${loss.firstCopy.toFixed(2)} nats/token, on the repeated copy ${loss.secondCopy.toFixed(2)}: induction makes the second lower.` : '');
+          (loss ? ` Loss on the first copy ${loss.firstCopy.toFixed(2)} nats/token, on the repeated copy ${loss.secondCopy.toFixed(2)} (a model with induction heads predicts the repeated copy far better).` : '');
       }
     } else {
       const r = this.analysis.resultOf(state.run);
