@@ -61,7 +61,7 @@ async function binaries(args) {
 
 function runJson(cmd, argv) {
   const r = spawnSync(cmd, argv, { cwd: root, encoding: 'utf8', maxBuffer: 16 << 20 });
-  if (r.status !== 0) throw new Error(`${cmd} ${argv.join(' ')} failed (${r.status}):\n${r.stderr}`);
+  if (r.status !== 0) throw new Error(`${cmd} ${argv.join(' ')} failed (${r.status}):\n${r.stderr.slice(-2000)}`);
   return r.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
 }
 
@@ -105,7 +105,8 @@ async function main() {
   const rows = [];
   for (const m of models()) {
     for (const platform of args.platforms) {
-      const exe = platform === 'native' ? [bin.native] : ['node', bin.wasm];
+      // Emscripten's Node glue must not see fetch (TOOLCHAIN.md §1).
+      const exe = platform === 'native' ? [bin.native] : [process.execPath, '--no-experimental-fetch', bin.wasm];
       const flags = [...m.files, '--label', m.label, '--rounds', args.quick ? '5' : '15', '--steps', '128', '--n', '64', '--k', '10'];
       log(`[bench] bench_interp ${platform} ${m.label}`);
       const out = runJson(exe[0], [...exe.slice(1), ...flags]);
