@@ -24,8 +24,10 @@ using nn::HookPoint;
 
 namespace {
 
-constexpr double kLogitTol = 1e-4;
-constexpr double kProbTol = 1e-5;
+// Our models' references; the random-weight architecture models carry their own (1e-4 of their logit
+// range, 2e-5 on probabilities: the tolerances of tests/cpp/test_runtime_archs.cpp).
+double kLogitTol = 1e-4;
+double kProbTol = 1e-5;
 
 runtime::FilePtr file_at(const std::string& path) {
   auto f = std::make_shared<runtime::File>();
@@ -44,6 +46,8 @@ std::unique_ptr<runtime::LoadedModel> load_named(const std::string& model) {
   const std::string root = testutil::source_dir();
   if (model == "kjv-gpt2" || model == "date-normalizer")
     return load_folder(root + "/models/" + model, {"config.json", "model.safetensors", "tokenizer.json"});
+  if (model.rfind("arch:", 0) == 0)  // tests/fixtures/archs: an HF folder of random weights, no tokenizer
+    return load_folder(testutil::fixture_path("archs/" + model.substr(5)), {"config.json", "model.safetensors"});
   return load_folder(testutil::shared_path("models/stories260K"), {"stories260K.bin", "tok512.bin"});
 }
 
@@ -65,6 +69,8 @@ struct Case {
     k = fx.config().at("k").get<int>();
     layers = fx.config().at("layers").get<int>();
     heads = fx.config().at("heads").get<int>();
+    kLogitTol = fx.config().value("logit_tolerance", 1e-4);
+    kProbTol = fx.config().value("prob_tolerance", 1e-5);
   }
   const models::Model& model() const { return lm->model(); }
 
@@ -235,7 +241,7 @@ void check_model(const std::string& name) {
     CHECK(std::fabs(noise.patched - noise.corrupted) <= kLogitTol);  // the whole last residual: the corrupted output
   }
 
-  SECTION("head detectors on repeated random tokens (the fixture's sequences)") {
+  if (c.fx.config().contains("probe")) SECTION("head detectors on repeated random tokens (the fixture's sequences)") {
     const auto& pr = c.fx.config().at("probe");
     const auto seqs = pr.at("sequences").get<std::vector<std::vector<int>>>();
     const int L = pr.at("length"), off = pr.at("offset");
@@ -269,6 +275,12 @@ TEST_CASE("interp: kjv-gpt2 (GPT-2) equals PyTorch", "[interp][torch]") { check_
 
 TEST_CASE("interp: date-normalizer (encoder-decoder) equals PyTorch", "[interp][torch]") {
   check_model("date-normalizer");
+}
+
+TEST_CASE("interp: every decoder architecture (tests/fixtures/archs) equals PyTorch", "[interp][torch][archs]") {
+  for (const char* name : {"llama3", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "gptneox"}) {
+    DYNAMIC_SECTION(name) { check_model(std::string("archs/") + name); }
+  }
 }
 
 TEST_CASE("interp: stories260K (llama2.c) equals PyTorch", "[interp][torch]") {
