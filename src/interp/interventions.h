@@ -2,7 +2,8 @@
 //
 //   ablation   a head's output (before W^O) replaced by 0, or by its mean over positions — the mean
 //              over the rows of the first pass of the sequence (the prompt, or the whole input of a
-//              forward()), computed in the same run and kept for the later decoding steps
+//              forward()), computed in the same run and kept for the later decoding steps (a prompt
+//              prefilled in chunks: the first chunk's; web/src prefills in one pass when it mean-ablates)
 //   patching   an activation replaced by the same activation of another run (activation patching,
 //              Vig et al. 2020; Meng et al. 2022): one head's output, a layer's attention or MLP output
 //              or its residual stream, at every position or at one

@@ -544,7 +544,10 @@ export class Model {
     let finished = false;
     try {
       if (stopFlag) s.setStopFlag(stopFlag);
-      s.start(ids, { ...opts.engine, prefillChunk: PREFILL_CHUNK });
+      // A mean ablation replaces a head's output by its mean over the prompt (src/interp/interventions.h):
+      // the prompt then goes in as one pass, not in chunks.
+      const chunk = ablate.some((a) => a.mode === 'mean') ? 0 : PREFILL_CHUNK;
+      s.start(ids, { ...opts.engine, prefillChunk: chunk });
       this.#running = run;
       let first = true;
       const prefill = [];  // the attention of each prefill chunk
