@@ -106,7 +106,7 @@ function writeRandomCheckpoint(path, [dim, hidden, layers, heads, kv, vocab, seq
   closeSync(fd);
 }
 
-function checkpoint(shape) {
+export function checkpoint(shape) {
   mkdirSync(cacheDir, { recursive: true });
   const path = join(cacheDir, `rand${shape}.bin`);
   if (existsSync(path)) return path;
@@ -435,7 +435,10 @@ async function main() {
   if (args.json) writeFileSync(args.json, JSON.stringify(results.raw, null, 1));
 }
 
-main().catch((e) => {
-  console.error(e.message ?? e);
-  process.exit(1);
-});
+// Run as a script (bench/interp.mjs imports checkpoint() from here).
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((e) => {
+    console.error(e.message ?? e);
+    process.exit(1);
+  });
+}

@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // `npm run bench`: the kernel micro-benchmarks (bench/kernels.mjs), the model benchmark
-// (bench/models.mjs: AttnLens wasm + native beside onnxruntime-web on stories-shaped checkpoints) and
-// the time to first token of our built-in models in headless Chromium (bench/browser.mjs).
+// (bench/models.mjs: AttnLens wasm + native beside onnxruntime-web on stories-shaped checkpoints),
+// what the interpretability toolkit costs (bench/interp.mjs) and the time to first token of our
+// built-in models in headless Chromium (bench/browser.mjs).
 // Not a test: nothing here fails on a slow figure; the tables say PASS/MISS per target.
 //
 //   npm run bench [-- OPTIONS]
-//     --only kernels|models|browser   run one of the three
+//     --only kernels|models|interp|browser   run one of them
 //     --quick, --no-build     passed to both (fewer repetitions / use the binaries already built)
 //     every other option goes to bench/models.mjs (see `node bench/models.mjs --help`)
 import { spawnSync } from 'node:child_process';
@@ -21,8 +22,8 @@ for (let i = 0; i < argv.length; i++) {
   else if (argv[i].startsWith('--only=')) only = argv[i].slice(7);
   else rest.push(argv[i]);
 }
-if (only && !['kernels', 'models', 'browser'].includes(only)) {
-  console.error(`bench: --only takes "kernels", "models" or "browser", got ${JSON.stringify(only)}`);
+if (only && !['kernels', 'models', 'interp', 'browser'].includes(only)) {
+  console.error(`bench: --only takes "kernels", "models", "interp" or "browser", got ${JSON.stringify(only)}`);
   process.exit(2);
 }
 // passed to both scripts (each also takes its own options; everything else goes to models.mjs)
@@ -38,5 +39,6 @@ function run(script, args) {
 let status = 0;
 if (!only || only === 'kernels') status |= run('kernels.mjs', shared);
 if (!only || only === 'models') status |= run('models.mjs', rest);
+if (!only || only === 'interp') status |= run('interp.mjs', shared);
 if (!only || only === 'browser') status |= run('browser.mjs', []);
 process.exit(status);

@@ -7,6 +7,8 @@
 //                      [--no-repeat-ngram-size N] [--min-tokens N]
 //   attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
 //                      [sampling flags] [--layer L] [--head H] --json
+//   attnlens analyze   --model PATH [--tokenizer PATH] --prompt TEXT [--top-k K] --json
+//   attnlens heads     --model PATH [--tokenizer PATH] [--length N] [--batch B] [--seed S] --json
 //   attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--json]
 //   attnlens info      --model PATH [--tokenizer PATH]
 //   attnlens embed     --model PATH --text TEXT [--text TEXT …] [--pooling mean|cls|max] [--normalize true|false] [--json]
@@ -29,6 +31,8 @@ const USAGE = `usage:
                      [--early-stopping true|false|never] [--no-repeat-ngram-size N] [--min-tokens N]
   attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
                      [sampling flags] [--layer L] [--head H] --json
+  attnlens analyze   --model PATH [--tokenizer PATH] --prompt TEXT [--top-k K] --json
+  attnlens heads     --model PATH [--tokenizer PATH] [--length N] [--batch B] [--seed S] --json
   attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--json]
   attnlens info      --model PATH [--tokenizer PATH]
   attnlens embed     --model PATH --text TEXT [--text TEXT …] [--pooling mean|cls|max] [--normalize true|false] [--json]
@@ -39,6 +43,10 @@ PATH: a model file (.bin, .gguf, .safetensors), a Hugging Face-style folder, or 
 chat template with the assistant's turn opened; --json then also prints "chat_prompt", the rendered text.
 generate --json prints {"tokens", "text", "prefill_ms", "decode_tokens_per_s"}; attention --json prints
 {"tokens", "pieces", "attention": [layer][head][query][key]} over every position (0 past the query).
+analyze --json prints {"tokens", "pieces", "topk": [pos][k], "logitLens": [layer][pos][k], "heads"} for the
+prompt (topk entries {"id", "piece", "prob"}; --top-k K, default 5); heads --json runs the head detectors
+on the repeated random-token probe: {"heads", "kind", "probe", "loss"}. "heads" is {"previousToken",
+"induction", "duplicateToken", "entropy", "sink"}, each [layer][head].
 Defaults: --max-tokens 128, --temperature 1, --top-k 0 (off), --top-p 1, --seed random, --num-beams 1;
 an encoder-decoder model's own generation settings (generation_config.json) replace these defaults
 (e.g. 4 beams and greedy decoding for a Marian translation model). With --num-beams > 1 the search
@@ -68,6 +76,8 @@ const OPTIONS = {
   layer: { type: 'string' },
   head: { type: 'string' },
   quantize: { type: 'string' },
+  length: { type: 'string' },
+  batch: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 };
@@ -216,6 +226,66 @@ async function attention(flags) {
   }
 }
 
+// The five [layer][head] tables of a heads object, in the order the CLI documents.
+function headTables(h) {
+  return { previousToken: h.previousToken, induction: h.induction, duplicateToken: h.duplicateToken, entropy: h.entropy, sink: h.sink };
+}
+
+const entry = ({ id, piece, prob }) => ({ id, piece, prob });
+
+async function analyze(flags) {
+  const prompt = requirePrompt(flags);
+  const k = number(flags, 'top-k', { integer: true }) ?? 5;
+  if (k < 1 || k > 1000) throw new UsageError(`--top-k must be in [1, 1000], got ${k}`);
+  const model = await openModel(flags);
+  try {
+    const { kind } = model.info;
+    let input;
+    let extra = {};
+    if (kind === 'encoder-decoder') {
+      // The prompt is the source; the target is the model's own greedy output (as attention does).
+      const r = await model.generate(prompt, { temperature: 0, maxNewTokens: number(flags, 'max-tokens', { integer: true }) ?? 64 });
+      input = { source: r.source, target: r.tokens };
+      extra = { source: r.source, source_pieces: await model.pieces(r.source), text: r.text };
+    } else if (kind === 'encoder-only') {
+      input = (await model.tokenize(prompt)).ids;
+    } else {
+      input = (await model.encodePrompt(prompt)).ids;
+    }
+    const f = await model.forward(input, { topK: k, logitLens: { topK: k }, heads: true });
+    const tokens = kind === 'encoder-decoder' ? input.target : input;
+    const out = {
+      tokens,
+      pieces: await model.pieces(tokens),
+      topk: f.topk ? f.topk.map((row) => row.map(entry)) : null,
+      logitLens: f.logitLens ? f.logitLens.map((layer) => layer.map((row) => row.map(entry))) : null,
+      heads: headTables(f.heads),
+      ...extra,
+    };
+    console.log(JSON.stringify(out));
+  } finally {
+    await model.dispose();
+  }
+}
+
+async function heads(flags) {
+  const length = number(flags, 'length', { integer: true }) ?? 0;
+  const batch = number(flags, 'batch', { integer: true }) ?? 4;
+  const seed = number(flags, 'seed', { integer: true }) ?? 0;
+  const model = await openModel(flags);
+  try {
+    const r = await model.detectHeads({ length, batch, seed });
+    console.log(JSON.stringify({
+      heads: headTables(r.heads),
+      kind: r.kind,
+      probe: { length: r.length, batch, seed, sequences: r.sequences },
+      loss: r.loss && { first_copy: r.loss.firstCopy, second_copy: r.loss.secondCopy },
+    }));
+  } finally {
+    await model.dispose();
+  }
+}
+
 async function tokenize(flags) {
   const text = oneText(flags);
   if (!flags.model && !flags.tokenizer) throw new UsageError('--model PATH or --tokenizer PATH is required');
@@ -297,9 +367,9 @@ async function main(argv) {
     console.log(USAGE);
     return;
   }
-  const commands = { generate, attention, tokenize, info, embed, 'fill-mask': fillMask };
+  const commands = { generate, attention, analyze, heads, tokenize, info, embed, 'fill-mask': fillMask };
   if (!commands[command]) throw new UsageError(`unknown command "${command}"`);
-  if (command === 'attention' && !flags.json) throw new UsageError('attention prints JSON: add --json');
+  if (['attention', 'analyze', 'heads'].includes(command) && !flags.json) throw new UsageError(`${command} prints JSON: add --json`);
   await commands[command](flags);
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "interp/interventions.h"
 #include "nn/recorder.h"
 #include "runtime/loader.h"
 
@@ -135,8 +136,8 @@ class SessionHandle {
   // noRepeatNgramSize, minNewTokens, badWordsIds, forcedBosTokenId, forcedEosTokenId}
   // (web/src/validate.mjs generateOptions) and prefillChunk (tokens per prefill step; 0 = the whole prompt).
   void start(const val& prompt_ids, const val& options);
-  // {token, position, piece, text, done} or null when finished; token -1: a prefill step (position =
-  // prompt tokens fed so far); {pending: true, done} while a beam search is still searching.
+  // {token, position, piece, text, done, topk?} or null when finished; token -1: a prefill step
+  // (position = prompt tokens fed so far); {pending: true, done} while a beam search is still searching.
   val step();
   bool searching() const { return gen_ && gen_->searching(); }
   void abort();
@@ -148,12 +149,20 @@ class SessionHandle {
   // hypotheses [{tokens, text, score}] (best first).
   val result() const;
 
+  // Interpretability (bindings/interp.cpp): plain objects and typed-array copies.
+  void set_ablations(const val& ablations);  // [{kind, layer, head, mode}] for later passes; [] = none
+  val analyze(const val& input, const val& options);  // forward pass + predictions, lens, scores
+  val patch(const val& clean, const val& corrupted, const val& spec);
+  val patch_sweep(const val& clean, const val& corrupted, const val& spec);
+  val probe(const val& options);  // head detectors on the repeated random-token probe
+
  private:
   std::shared_ptr<const runtime::LoadedModel> m_;
   std::unique_ptr<models::Session> s_;
   nn::AttentionRecorder recorder_;
   std::unique_ptr<generate::Generation> gen_;
   uint64_t seed_ = 0;
+  std::unique_ptr<interp::Interventions> ablation_hooks_;  // set_ablations()
 };
 
 }  // namespace attnlens::bindings

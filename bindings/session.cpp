@@ -190,6 +190,10 @@ void SessionHandle::start(const val& prompt_ids, const val& options) {
     o.processors.bad_words = int_lists_field(options, "badWordsIds");
     o.processors.forced_bos_token = token("forcedBosTokenId");
     o.processors.forced_eos_token = token("forcedEosTokenId");
+    const double predictions = number_field(options, "predictions", 0);
+    AL_CHECK(predictions >= 0 && predictions <= 1000 && predictions == double(int(predictions)),
+             "predictions must be an integer from 0 to 1000, got ", predictions);
+    o.predictions = int(predictions);
     gen_.reset();
     if (s_->recorder) recorder_.clear();
     seed_ = o.sampling.seed;
@@ -215,6 +219,14 @@ val SessionHandle::step() {
     if (ev.token >= 0) o.set("piece", m_->require_output_tokenizer().piece(ev.token));
     o.set("text", ev.text);
     o.set("done", gen_->done());
+    if (ev.predictions) {
+      const generate::TopK& t = *ev.predictions;
+      val top = val::object();
+      top.set("ids", val::global("Int32Array").new_(typed_memory_view(t.ids.size(), t.ids.data())));
+      top.set("logits", val::global("Float32Array").new_(typed_memory_view(t.logits.size(), t.logits.data())));
+      top.set("probs", val::global("Float32Array").new_(typed_memory_view(t.probs.size(), t.probs.data())));
+      o.set("topk", top);
+    }
     return o;
   });
 }
@@ -307,7 +319,12 @@ EMSCRIPTEN_BINDINGS(attnlens_session) {
       .function("searching", &SessionHandle::searching)
       .function("abort", &SessionHandle::abort)
       .function("setStopFlag", &SessionHandle::set_stop_flag)
-      .function("result", &SessionHandle::result);
+      .function("result", &SessionHandle::result)
+      .function("setAblations", &SessionHandle::set_ablations)
+      .function("analyze", &SessionHandle::analyze)
+      .function("patch", &SessionHandle::patch)
+      .function("patchSweep", &SessionHandle::patch_sweep)
+      .function("probe", &SessionHandle::probe);
 }
 
 }  // namespace attnlens::bindings

@@ -46,6 +46,7 @@ BeamSearch::BeamSearch(const models::Model& model, models::Session& main, const 
     beam_b.session = model.new_session(main.cache.capacity());
     beam_b.session->copy_state_from(main);
     beam_b.session->should_stop = main.should_stop;  // abort() reaches every beam's passes
+    beam_b.session->hooks = main.hooks;               // and ablations / observers every beam's layers
     if (main.recorder) {
       beam_b.recorder = std::make_unique<nn::AttentionRecorder>(*main.recorder);  // the same selection
       beam_b.recorder->clear();

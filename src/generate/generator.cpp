@@ -102,6 +102,7 @@ Generation::Generation(const models::Model& model, const Tokenizer& tok, const P
     : model_(model), tok_(tok), f_(f), session_(session), o_(o), sampler_(o.sampling) {
   AL_CHECK(o.max_new_tokens >= 0, "max_new_tokens must be ≥ 0, got ", o.max_new_tokens);
   AL_CHECK(o.prefill_chunk >= 0, "prefill_chunk must be ≥ 0, got ", o.prefill_chunk);
+  AL_CHECK(o.predictions >= 0, "predictions must be ≥ 0, got ", o.predictions);
   AL_CHECK(!prompt.empty(), "the prompt is empty: it encodes to no tokens");
   check_processor_options(o.processors, model.info().vocab_size);
   const bool beams = o.beams.num_beams > 1;
@@ -211,7 +212,7 @@ bool Generation::emit(int next, TokenEvent& ev) {
   r_.tokens.push_back(next);
   ++steps_;
   const size_t emitted_before = text_->text().size();
-  ev = TokenEvent{next, int(r_.tokens.size()) - 1, text_->push(next)};
+  ev = TokenEvent{next, int(r_.tokens.size()) - 1, text_->push(next), nullptr};
   if (is_stop_token(f_, next)) {
     finish("eos");
     return false;
@@ -239,7 +240,7 @@ bool Generation::step(TokenEvent& ev) {
       finish("aborted");
       return false;
     }
-    ev = TokenEvent{-1, fed_, ""};
+    ev = TokenEvent{-1, fed_, "", nullptr};
     if (prefilled_) {
       decode_start_ = now_ms();
       if (o_.max_new_tokens == 0) finish("length");
@@ -255,7 +256,7 @@ bool Generation::step(TokenEvent& ev) {
         abort();  // the best sequence found so far
         return false;
       }
-      ev = TokenEvent{-1, -1, ""};
+      ev = TokenEvent{-1, -1, "", nullptr};
       return true;
     }
     const int next = replay_[replayed_++];
@@ -266,11 +267,15 @@ bool Generation::step(TokenEvent& ev) {
     return true;
   }
   const int vocab = model_.info().vocab_size;
+  // The model's own distribution over the next token (the processors and the sampler work on a copy).
+  if (o_.predictions > 0) top_.compute(logits_, 1, vocab, o_.predictions);
   scores_.assign(logits_, logits_ + vocab);
   ProcessorState st{&r_.tokens, r_.prompt_tokens, o_.max_new_tokens, &f_.stop_tokens};
   apply_processors(o_.processors, st, scores_.data(), vocab, /*penalty=*/false);  // the sampler applies it
   const int next = sampler_.sample(scores_.data(), vocab, r_.tokens);
-  if (!emit(next, ev)) return true;
+  const bool more = emit(next, ev);
+  if (o_.predictions > 0) ev.predictions = &top_;
+  if (!more) return true;
   if (steps_ == o_.max_new_tokens) {
     finish("length");
     return true;

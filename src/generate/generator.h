@@ -10,6 +10,7 @@
 
 #include "generate/beam_search.h"
 #include "generate/processors.h"
+#include "generate/predictions.h"
 #include "generate/sampler.h"
 #include "models/model.h"
 #include "tokenizers/tokenizer.h"
@@ -53,12 +54,17 @@ struct GenerateOptions {
   // Prefill a decoder-only prompt this many tokens per step() (0 = the whole prompt in one pass), so
   // that a caller stepping the generation can yield, and abort, between chunks of a long prompt.
   int prefill_chunk = 0;
+  int predictions = 0;            // > 0: each step also reports the top-k of the logits it sampled from
 };
 
 struct TokenEvent {
   int token;         // the token just chosen; -1 for a prefill step or a beam search step (nothing chosen yet)
   int position;      // its position in the decoder sequence (prefill steps: the prompt tokens fed so far; beam steps: -1)
   std::string text;  // text newly completed by it (may be empty mid UTF-8 character)
+  // With GenerateOptions::predictions: the most likely tokens of the distribution this token was
+  // drawn from (the model's, before sampling options), rows = 1; valid until the next step. Else null
+  // (beam search hands out its tokens without them).
+  const TopK* predictions = nullptr;
 };
 
 struct ScoredSequence {
@@ -127,6 +133,7 @@ class Generation {
   models::Session& session_;
   GenerateOptions o_;
   Sampler sampler_;
+  TopK top_;
   std::unique_ptr<TextStream> text_;
   GenerateResult r_;
   const float* logits_ = nullptr;

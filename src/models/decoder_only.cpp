@@ -87,19 +87,25 @@ const float* DecoderOnlyTransformer::decode(Session& s, const int* tokens, int n
       capture.weights = s.recorder->slot(nn::AttentionKind::Self, l, info_.n_heads, n, pos0 + n, pos0);
       capture.head_mask = s.recorder->head_mask(info_.n_heads);
     }
+    capture.tap = {s.hooks, nn::AttentionKind::Self, l, pos0};
     nn::encoder_layer(w_.layers[l], x, nn::Pass{n, pos0, &s.cache, l}, layer_options(l, long_context), capture, s.arena);
   }
   s.cache.advance(n);
 
-  // logits = Norm(x) · W_vocabᵀ, for the last token only unless every position is asked for.
+  // The last token's logits only, unless every position is asked for.
   const int rows = all_logits ? n : 1;
-  const float* last = x + size_t(n - rows) * d;
-  float* h = s.arena.alloc(size_t(rows) * d);
-  nn::norm(w_.final_norm, last, rows, h);
   s.logits.resize(logits_size(rows));
-  nn::linear(w_.lm_head, h, rows, s.logits.data());
-  if (w_.final_softcap > 0.f) kernels::softcap(s.logits.data(), int(s.logits.size()), w_.final_softcap);
+  unembed(s, x + size_t(n - rows) * d, rows, s.logits.data());
   return s.logits.data();
+}
+
+// logits = Norm(x) · W_vocabᵀ (soft-capped for Gemma 2)
+void DecoderOnlyTransformer::unembed(Session& s, const float* x, int rows, float* logits) const {
+  nn::ArenaScope scope(s.arena);
+  float* h = s.arena.alloc(size_t(rows) * info_.d_model);
+  nn::norm(w_.final_norm, x, rows, h);
+  nn::linear(w_.lm_head, h, rows, logits);
+  if (w_.final_softcap > 0.f) kernels::softcap(logits, rows * info_.vocab_size, w_.final_softcap);
 }
 
 // ---- the builder --------------------------------------------------------------------------------

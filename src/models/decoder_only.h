@@ -52,6 +52,7 @@ class DecoderOnlyTransformer : public Model {
   DecoderOnlyTransformer(ModelInfo info, DecoderOnlyWeights w, WeightStorage storage);
   const ModelInfo& info() const override { return info_; }
   const float* decode(Session& s, const int* tokens, int n, bool all_logits) const override;
+  void unembed(Session& s, const float* x, int rows, float* logits) const override;
 
  private:
   void embed(const int* tokens, int n, int pos0, float* x) const;

@@ -1,5 +1,6 @@
 #include "models/encoder_decoder.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.h"
@@ -87,7 +88,8 @@ const float* EncoderDecoderTransformer::encode(Session& s, const int* tokens, in
       weights = s.recorder->slot(nn::AttentionKind::Encoder, l, info_.n_heads, n, n, 0);
       heads = s.recorder->head_mask(info_.n_heads);
     }
-    nn::encoder_layer(w_.encoder[l], x, nn::Pass{n, 0, nullptr, l}, {}, {weights, heads}, s.arena);
+    nn::encoder_layer(w_.encoder[l], x, nn::Pass{n, 0, nullptr, l}, {},
+                      {weights, heads, {s.hooks, nn::AttentionKind::Encoder, l, 0}}, s.arena);
   }
   if (w_.encoder_norm.dim) nn::norm(w_.encoder_norm, x, n, x);
   // The decoder's cross-attention keys/values of this source, once for every step to come.
@@ -117,17 +119,27 @@ const float* EncoderDecoderTransformer::decode(Session& s, const int* tokens, in
       cross_w = s.recorder->slot(nn::AttentionKind::Cross, l, info_.n_heads, n, s.memory_length, pos0);
       heads = s.recorder->head_mask(info_.n_heads);
     }
-    nn::decoder_layer(w_.decoder[l], y, nn::Pass{n, pos0, &s.cache, l}, s.memory[l], {}, {{self_w, heads}, {cross_w, heads}},
-                      s.arena);
+    const nn::DecoderCapture capture{{self_w, heads, {s.hooks, nn::AttentionKind::Self, l, pos0}},
+                                     {cross_w, heads, {s.hooks, nn::AttentionKind::Cross, l, pos0}}};
+    nn::decoder_layer(w_.decoder[l], y, nn::Pass{n, pos0, &s.cache, l}, s.memory[l], {}, capture, s.arena);
   }
   s.cache.advance(n);
   const int rows = all_logits ? n : 1;
-  float* h = y + size_t(n - rows) * d;
-  if (w_.decoder_norm.dim) nn::norm(w_.decoder_norm, h, rows, h);
-  if (w_.output_scale != 1.f) kernels::scale(h, w_.output_scale, rows * d);
   s.logits.resize(logits_size(rows));
-  nn::linear(w_.lm_head, h, rows, s.logits.data());
+  unembed(s, y + size_t(n - rows) * d, rows, s.logits.data());
   return s.logits.data();
+}
+
+// logits = (Norm(y) · output_scale) · W_headᵀ + bias (the decoder's final norm when it has one; T5's
+// tied head scaled by d_model^-½; BART's final_logits_bias as the head's bias)
+void EncoderDecoderTransformer::unembed(Session& s, const float* y, int rows, float* logits) const {
+  const int d = info_.d_model;
+  nn::ArenaScope scope(s.arena);
+  float* h = s.arena.alloc(size_t(rows) * d);
+  if (w_.decoder_norm.dim) nn::norm(w_.decoder_norm, y, rows, h);
+  else std::copy(y, y + size_t(rows) * d, h);
+  if (w_.output_scale != 1.f) kernels::scale(h, w_.output_scale, rows * d);
+  nn::linear(w_.lm_head, h, rows, logits);
 }
 
 }  // namespace attnlens::models

@@ -59,6 +59,7 @@ class EncoderDecoderTransformer : public Model {
   const ModelInfo& info() const override { return info_; }
   const float* encode(Session& s, const int* tokens, int n, const int* token_types) const override;
   const float* decode(Session& s, const int* tokens, int n, bool all_logits) const override;
+  void unembed(Session& s, const float* y, int rows, float* logits) const override;
 
  private:
   void embed(const nn::Matrix& table, const nn::Matrix& positions, const nn::Norm& norm, const int* tokens, int n,

@@ -103,7 +103,8 @@ const float* EncoderOnlyTransformer::encode_batch(Session& s, const EncoderBatch
       weights = s.recorder->slot(nn::AttentionKind::Encoder, l, info_.n_heads, b.length, b.length, 0, b.batch);
       heads = s.recorder->head_mask(info_.n_heads);
     }
-    nn::encoder_layer(w_.layers[l], x, nn::Pass{n, 0, nullptr, l}, opt, {weights, heads}, s.arena);
+    nn::encoder_layer(w_.layers[l], x, nn::Pass{n, 0, nullptr, l}, opt,
+                      {weights, heads, {s.hooks, nn::AttentionKind::Encoder, l, 0}}, s.arena);
   }
   s.memory_length = n;
   return x;
@@ -111,16 +112,23 @@ const float* EncoderOnlyTransformer::encode_batch(Session& s, const EncoderBatch
 
 const float* EncoderOnlyTransformer::mlm_logits(Session& s) const {
   if (!has_mlm_head()) return Model::mlm_logits(s);
-  const int d = info_.d_model, n = s.memory_length, e = w_.mlm_transform.out();
+  const int d = info_.d_model, n = s.memory_length;
   AL_CHECK(n > 0 && s.hidden.size() == size_t(n) * d, "masked-LM logits: call encode first");
-  nn::ArenaScope scope(s.arena);
-  float* h = s.arena.alloc(size_t(n) * e);
-  nn::linear(w_.mlm_transform, s.hidden.data(), n, h);
-  nn::activate(w_.mlm_act, h, n * e);
-  nn::norm(w_.mlm_norm, h, n, h);
   s.logits.resize(logits_size(n));
-  nn::linear(w_.mlm_decoder, h, n, s.logits.data());
+  unembed(s, s.hidden.data(), n, s.logits.data());
   return s.logits.data();
+}
+
+// The masked-LM head: logits = Norm(act(x · Wᵀ + b)) · Eᵀ + bias
+void EncoderOnlyTransformer::unembed(Session& s, const float* x, int rows, float* logits) const {
+  if (!has_mlm_head()) return Model::unembed(s, x, rows, logits);
+  const int e = w_.mlm_transform.out();
+  nn::ArenaScope scope(s.arena);
+  float* h = s.arena.alloc(size_t(rows) * e);
+  nn::linear(w_.mlm_transform, x, rows, h);
+  nn::activate(w_.mlm_act, h, rows * e);
+  nn::norm(w_.mlm_norm, h, rows, h);
+  nn::linear(w_.mlm_decoder, h, rows, logits);
 }
 
 }  // namespace attnlens::models

@@ -47,6 +47,7 @@ class EncoderOnlyTransformer : public Model {
   const float* encode(Session& s, const int* tokens, int n, const int* token_types) const override;
   const float* encode_batch(Session& s, const EncoderBatch& b) const override;
   const float* mlm_logits(Session& s) const override;
+  void unembed(Session& s, const float* x, int rows, float* logits) const override;
 
  private:
   void embed(const EncoderBatch& b, float* x) const;

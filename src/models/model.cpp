@@ -83,6 +83,10 @@ const float* Model::mlm_logits(Session&) const {
   fail(info().architecture, " model has no masked-language-model head");
 }
 
+void Model::unembed(Session&, const float*, int, float*) const {
+  fail(info().architecture, " model has no output head to read its layers with");
+}
+
 void Model::check_tokens(const int* tokens, int n, const char* what) const {
   check_ids(tokens, n, info().vocab_size, what);
   check_scratch(n, what);

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "nn/arena.h"
+#include "nn/hooks.h"
 #include "nn/kv_cache.h"
 #include "nn/multi_head_attention.h"
 #include "nn/recorder.h"
@@ -100,6 +101,7 @@ class Session {
   // attnlens::Cancelled, and the session keeps the positions it had before the pass (bindings/session.cpp
   // wires abort() to it). Empty = never.
   std::function<bool()> should_stop;
+  nn::ForwardHooks* hooks = nullptr;          // set to observe / change activations in the layers; null = none
   std::vector<float> logits;                  // the last decode()'s output
   std::vector<float> hidden;                  // the last encode()'s output [n, d_model]
 };
@@ -131,6 +133,11 @@ class Model {
   // Encoder-only models with a masked-LM head: logits [n][vocab] of the last encode(); else error.
   virtual const float* mlm_logits(Session& s) const;
   virtual bool has_mlm_head() const { return false; }
+
+  // The output head applied to any residual-stream rows x [rows][d_model] (the final norm, then the
+  // unembedding; BERT: its masked-LM head): logits [rows][vocab]. What the model's own output is made
+  // of, for reading intermediate layers (the logit lens). Uses the session's scratch only.
+  virtual void unembed(Session& s, const float* x, int rows, float* logits) const;
 
  protected:
   // Checks ids and sizes shared by every architecture (the ids against the vocabulary, n and the

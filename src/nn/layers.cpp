@@ -33,14 +33,18 @@ void check_decoder_layer(const DecoderLayer& l, const std::string& what) {
 
 namespace {
 
-// The norms around one sub-layer.
+// The norms around one sub-layer, and where the hooks see its output.
 struct Around {
   NormPlacement placement;
   const Norm& norm;
   const Norm* post = nullptr;  // pre-LN output norm, or null
+  const LayerTap* tap = nullptr;
+  HookPoint point = HookPoint::AttentionOut;
 };
 
-// One residual sub-layer: x ← Norm(x + f(x)) (post) or x ← x + Post(f(Norm(x))) (pre).
+// One residual sub-layer: x ← Norm(x + f(x)) (post) or x ← x + Post(f(Norm(x))) (pre). The hooks see
+// what is added to the residual stream: f's output, after the output norm if there is one (as
+// TransformerLens' hook_attn_out / hook_mlp_out).
 template <class Sublayer>
 void residual(const Around& a, float* x, int n, Arena& arena, Sublayer f) {
   ArenaScope scope(arena);
@@ -54,9 +58,11 @@ void residual(const Around& a, float* x, int n, Arena& arena, Sublayer f) {
       norm(*a.post, y, n, h);
       y = h;
     }
+    if (a.tap) (*a.tap)(a.point, y, n, a.norm.dim);
     kernels::add(x, y, int(size));
   } else {
     f(x, y);
+    if (a.tap) (*a.tap)(a.point, y, n, a.norm.dim);
     kernels::add(y, x, int(size));
     norm(a.norm, y, n, x);
   }
@@ -86,12 +92,16 @@ void encoder_layer(const EncoderLayer& l, float* x, const Pass& pass, const Self
     };
     branch(l.norm1, l.post_norm1, attention, ya);
     branch(l.norm2, l.post_norm2, ffn, yf);
+    capture.tap(HookPoint::AttentionOut, ya, n, l.norm1.dim);
+    capture.tap(HookPoint::MlpOut, yf, n, l.norm1.dim);
     kernels::add(ya, yf, int(size));
     kernels::add(x, ya, int(size));
+    capture.tap(HookPoint::ResidualPost, x, n, l.norm1.dim);
     return;
   }
-  residual({l.placement, l.norm1, &l.post_norm1}, x, n, arena, attention);
-  residual({l.placement, l.norm2, &l.post_norm2}, x, n, arena, ffn);
+  residual({l.placement, l.norm1, &l.post_norm1, &capture.tap, HookPoint::AttentionOut}, x, n, arena, attention);
+  residual({l.placement, l.norm2, &l.post_norm2, &capture.tap, HookPoint::MlpOut}, x, n, arena, ffn);
+  capture.tap(HookPoint::ResidualPost, x, n, l.norm1.dim);
 }
 
 void decoder_layer(const DecoderLayer& l, float* x, const Pass& pass, const CrossMemory& memory,
@@ -100,14 +110,19 @@ void decoder_layer(const DecoderLayer& l, float* x, const Pass& pass, const Cros
   SelfAttentionOptions self = opt.self;
   self.causal = true;
   const int n = pass.n;
-  residual({l.placement, l.norm1}, x, n, arena, [&](const float* in, float* out) {
+  // The hooks: self-attention, the FFN and the residual stream through capture.self.tap (stack Self),
+  // cross-attention through capture.cross.tap (stack Cross).
+  const LayerTap& tap = capture.self.tap;
+  residual({l.placement, l.norm1, nullptr, &tap, HookPoint::AttentionOut}, x, n, arena, [&](const float* in, float* out) {
     self_attention(l.self_attn, in, pass, self, capture.self, out, arena);
   });
-  residual({l.placement, l.norm2}, x, n, arena, [&](const float* in, float* out) {
-    cross_attention(l.cross_attn, in, n, memory, opt.cross, capture.cross, out, arena);
-  });
-  residual({l.placement, l.norm3}, x, n, arena,
+  residual({l.placement, l.norm2, nullptr, &capture.cross.tap, HookPoint::AttentionOut}, x, n, arena,
+           [&](const float* in, float* out) {
+             cross_attention(l.cross_attn, in, n, memory, opt.cross, capture.cross, out, arena);
+           });
+  residual({l.placement, l.norm3, nullptr, &tap, HookPoint::MlpOut}, x, n, arena,
            [&](const float* in, float* out) { feed_forward(l.ffn, in, n, out, arena); });
+  tap(HookPoint::ResidualPost, x, n, l.norm1.dim);
 }
 
 }  // namespace attnlens::nn

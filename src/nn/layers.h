@@ -44,7 +44,9 @@ void check_encoder_layer(const EncoderLayer& l, const std::string& what);
 void check_decoder_layer(const DecoderLayer& l, const std::string& what);
 
 // x [n, d_model] in place: the tokens of `pass`. `opt` chooses bidirectional (encoder: key padding)
-// or causal + cache (decoder-only block); capture.weights: null or [n_heads][n][pos0+n].
+// or causal + cache (decoder-only block); capture.weights: null or [n_heads][n][pos0+n];
+// capture.tap: forward hooks (nn/hooks.h) see the heads' outputs, the attention and FFN outputs (what
+// each adds to the residual stream) and the residual stream after the layer.
 void encoder_layer(const EncoderLayer& l, float* x, const Pass& pass, const SelfAttentionOptions& opt,
                    const AttentionCapture& capture, Arena& arena);
 
@@ -53,8 +55,8 @@ struct DecoderLayerOptions {
   CrossAttentionOptions cross;  // the encoder output's padding, score scaling
 };
 struct DecoderCapture {
-  AttentionCapture self;   // [n_heads][n][pos0+n]
-  AttentionCapture cross;  // [n_heads][n][memory.m]
+  AttentionCapture self;   // [n_heads][n][pos0+n]; its tap also sees the FFN and the residual stream
+  AttentionCapture cross;  // [n_heads][n][memory.m]; its tap: cross-attention (stack Cross)
 };
 
 // x [n, d_model] in place: the target tokens of `pass` (a cache is required: their self-attention

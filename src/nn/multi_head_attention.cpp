@@ -124,6 +124,7 @@ void self_attention(const MultiHeadAttention& a, const float* x, const Pass& pas
                                    {heads + row * qd, qd, w, capture.head_mask});
     }
   }
+  capture.tap(HookPoint::HeadOutputs, heads, n, qd);
   linear(a.o, heads, n, out);
 }
 
@@ -164,6 +165,7 @@ void cross_attention(const MultiHeadAttention& a, const float* x, int n, const C
   float* heads = arena.alloc(size_t(n) * qd);
   scaled_dot_product_attention({q, qd, memory.k.data(), memory.v.data(), a.kv_dim(), n, memory.m}, a.shape, mask,
                                {heads, qd, capture.weights, capture.head_mask});
+  capture.tap(HookPoint::HeadOutputs, heads, n, qd);
   linear(a.o, heads, n, out);
 }
 

@@ -15,6 +15,7 @@
 
 #include "nn/arena.h"
 #include "nn/attention.h"
+#include "nn/hooks.h"
 #include "nn/kv_cache.h"
 #include "nn/linear.h"
 #include "nn/norm.h"
@@ -58,6 +59,9 @@ struct Pass {
 struct AttentionCapture {
   float* weights = nullptr;                  // [n_heads][n][keys] post-softmax (see AttentionRecorder)
   const unsigned char* head_mask = nullptr;  // heads to record (null = all)
+  // Forward hooks (nn/hooks.h), if any: attention calls report the heads' outputs before W^O
+  // (HeadOutputs); the layers report their sub-layer outputs and residual stream through it too.
+  LayerTap tap;
 };
 
 struct SelfAttentionOptions {

@@ -8,7 +8,9 @@ import { ChatPanel } from './chat.mjs';
 import { builtinSource, fetchManifest, filesSource, samplingDefaults, SourceError, urlSource } from './catalog.mjs';
 import { applySampling, readSampling, rollSeed, setupToolbar, syncToolbar } from './controls.mjs';
 import { IN_WORKER, openModel } from './engine.mjs';
+import { Analysis } from './analysis.mjs';
 import { exportJson, exportPng } from './export.mjs';
+import { exportBertviz, exportCircuitsvis } from './interop.mjs';
 import { $, clearCssVars, formatBytes, h } from './format.mjs';
 import { invalidate, invalidateSoon } from './frame.mjs';
 import { loadErrorText, runErrorText, showMessage } from './messages.mjs';
@@ -31,6 +33,7 @@ const views = {
   matrix: new MatrixView(state, images, $('#view-matrix')),
   overview: new OverviewView(state, images, $('#view-overview')),
 };
+const analysis = new Analysis(state);  // predictions, heads, ablation, patching, rollout
 const page = { manifest: null, loading: null, generating: null, defaultName: null };
 // Chat mode hides the example prompts (they are texts to continue, not messages).
 const chat = new ChatPanel({ onChange: (on) => { $('#examples').hidden = on; } });
@@ -425,9 +428,11 @@ setupToolbar(state);
 syncToolbar(state);
 $('#export-json').addEventListener('click', () => exportJson(state));
 $('#export-png').addEventListener('click', () => exportPng(views[state.view], state).catch((e) => showMessage($('#run-message'), `PNG export failed: ${e.message}`)));
+$('#export-bertviz').addEventListener('click', () => exportBertviz(state));
+$('#export-circuitsvis').addEventListener('click', () => exportCircuitsvis(state));
 
 // ---- start -------------------------------------------------------------------------------------
-window.attnlens = { state, views };  // for the console and the browser tests
+window.attnlens = { state, views, analysis };  // for the console and the browser tests
 enableOffline((status, detail) => {
   const text = { ready: navigator.onLine ? 'Works offline' : 'Offline · running from cache', installing: 'Offline: saving…', partial: 'Offline: partial', unsupported: 'Online only', error: 'Online only' }[status];
   setPill('#offline-pill', text, status === 'ready' ? 'ok' : status === 'installing' ? 'busy' : 'warn');

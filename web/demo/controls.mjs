@@ -72,7 +72,7 @@ export function setupToolbar(state) {
   $('#scale-select').addEventListener('change', setScale);
   $('#contrast-select').addEventListener('change', setScale);
 
-  const tabs = [...document.querySelectorAll('[role="tab"]')];
+  const tabs = [...document.querySelectorAll('#attention [role="tab"]')];
   for (const tab of tabs) {
     tab.addEventListener('click', () => state.set({ view: tab.dataset.view }));
     tab.addEventListener('keydown', (e) => {
@@ -105,9 +105,8 @@ export function syncToolbar(state) {
   $('#layer-select').disabled = !layers.length;
   $('#head-select').disabled = !heads;
   const hasRows = !!store?.queryCount(state.kind);
-  $('#export-json').disabled = !hasRows;
-  $('#export-png').disabled = !hasRows;
-  for (const tab of document.querySelectorAll('[role="tab"]')) {
+  for (const id of ['#export-json', '#export-png', '#export-bertviz', '#export-circuitsvis']) $(id).disabled = !hasRows;
+  for (const tab of document.querySelectorAll('#attention [role="tab"]')) {
     const on = tab.dataset.view === state.view;
     tab.setAttribute('aria-selected', String(on));
     tab.tabIndex = on ? 0 : -1;

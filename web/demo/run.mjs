@@ -15,6 +15,7 @@ export class Run {
     this.finishReason = null;
     this.error = null;
     this.stats = { prefillMs: NaN, generated: 0, tokensPerSecond: NaN, msPerToken: NaN, engineTimed: false };
+    this.predictions = [];                            // [position] → the top-k that produced the next token
     this.settings = null;
     this.lastRowNote = '';
   }
@@ -67,6 +68,7 @@ export async function generate(model, prompt, options, { signal, onUpdate = () =
     const beams = options.numBeams ?? 1;
     const stream = api.stream(encoded.ids, {
       attentions: true,
+      predictions: 5,
       maxNewTokens: options.maxNewTokens,
       ...(beams > 1 ? { numBeams: beams, temperature: 0 } : { numBeams: 1, temperature: options.temperature, topK: options.topK, topP: options.topP }),
       seed: options.seed,
@@ -83,6 +85,7 @@ export async function generate(model, prompt, options, { signal, onUpdate = () =
       run.target.ids.push(step.token);
       run.target.pieces.push(step.piece);
       run.target.origin.push('generated');
+      if (step.topk) run.predictions[step.position - 1] = step.topk;
       run.text += step.text;
       run.stats.generated++;
       if (run.stats.generated > 1) {

@@ -248,10 +248,61 @@ export interface Tokenized {
 /** Which attention weights to record: true for all, or some layers and/or heads. */
 export type AttentionSelection = boolean | { layers?: number[]; heads?: number[] };
 
+/** A head switched off inside the forward pass: its output (before W_O) replaced by 0 or by its mean over positions. */
+export interface HeadAblation {
+  layer: number;
+  head: number;
+  /** Which heads: the decoder's ("self", the default of decoder models), the encoder's, or cross-attention. */
+  kind?: AttentionKind;
+  /** "zero" (default) or "mean": the head's mean output over the positions of the pass (the prompt, in generation). */
+  mode?: 'zero' | 'mean';
+}
+
 export interface ForwardOptions {
   attentions?: AttentionSelection;
   /** Encoder-only (BERT) models: segment ids. */
   tokenTypes?: TokenIds;
+  /** The k most likely next tokens at every position (result.topk). */
+  topK?: number;
+  /**
+   * The logit lens: the residual stream after each layer through the final norm and the unembedding.
+   * true = the top 5 at every layer and position (result.logitLens); `logits: true` also gives all of
+   * them, [layer][position][vocab] (result.logitLensLogits).
+   */
+  logitLens?: boolean | { topK?: number; logits?: boolean };
+  /** The residual stream after each layer, [layer][position][dModel] (result.hiddenStates). */
+  hiddenStates?: boolean;
+  /** Head detector scores, attention entropy and first-token (sink) mass of this input (result.heads). */
+  heads?: boolean;
+  /** Attention rollout (Abnar & Zuidema 2020), [layer][position][position] (result.rollout). */
+  rollout?: boolean;
+  /** Heads switched off for this pass (the logits, attention and everything else are of the modified run). */
+  ablate?: HeadAblation[];
+}
+
+/** One of the most likely next tokens: its probability under the model (softmax of the logits) and its logit. */
+export interface Prediction {
+  id: number;
+  piece: string;
+  prob: number;
+  logit: number;
+}
+
+/**
+ * Per (layer, head): TransformerLens' detector scores (previous-token, duplicate-token, induction: the
+ * share of attention on the pattern's keys), the mean attention entropy (nats) and the mean weight on
+ * the first token (means over the queries that see more than one key).
+ */
+export interface HeadScores {
+  kind: AttentionKind;
+  previousToken: number[][];
+  duplicateToken: number[][];
+  induction: number[][];
+  entropy: number[][];
+  sink: number[][];
+  /** [layer][head][position]. */
+  entropyPerPosition?: number[][][];
+  sinkPerPosition?: number[][][];
 }
 
 /** forward()'s input: ids (decoder-only, encoder-only) or { source, target } (encoder–decoder). */
@@ -267,6 +318,89 @@ export interface ForwardResult {
   /** Encoder-only models: hidden states [position][dModel]. */
   hidden?: Float32Array;
   hiddenShape?: [number, number];
+  /** options.topK: [position][k], most likely first. */
+  topk?: Prediction[][];
+  /** options.logitLens: [layer][position][k]. */
+  logitLens?: Prediction[][][];
+  /** options.logitLens.logits: [layer][position][vocab]. */
+  logitLensLogits?: Float32Array;
+  logitLensShape?: [number, number, number];
+  /** options.hiddenStates: [layer][position][dModel], the residual stream after each layer. */
+  hiddenStates?: Float32Array;
+  hiddenStatesShape?: [number, number, number];
+  heads?: HeadScores;
+  /** options.rollout: [layer][position][position]. */
+  rollout?: Float32Array;
+  rolloutShape?: [number, number, number];
+}
+
+/** A patching input: text, token ids, or for encoder–decoder models { source, target } (text or ids). */
+export type PatchInput = string | TokenIds | { source: string | TokenIds; target: string | TokenIds };
+
+export interface PatchOptionsBase {
+  clean: PatchInput;
+  corrupted: PatchInput;
+  /** metric = logit[correct] − logit[incorrect] at `position` (default −1: the last); tokens as ids or one-token strings. */
+  metric: { correct: number | string; incorrect: number | string; position?: number };
+  /** "denoise" (default): the corrupted run with a clean activation; "noise": the clean run with a corrupted one. */
+  direction?: 'denoise' | 'noise';
+}
+
+/** heads: every head's output before W_O; attn / mlp: a sub-layer's output; resid: the residual stream after the layer. */
+export type PatchPoint = 'heads' | 'attn' | 'mlp' | 'resid';
+
+export interface PatchOptions extends PatchOptionsBase {
+  site: { point: PatchPoint; layer: number; head?: number; position?: number; kind?: AttentionKind };
+  /** Record the patched run's attention. */
+  attentions?: AttentionSelection;
+}
+
+export interface PatchResult {
+  clean: number;
+  corrupted: number;
+  patched: number;
+  /** 1 = the patch restores the clean value (denoise) / brings the corrupted one (noise); 0 = no effect. */
+  normalized: number;
+  attentions: Attentions | null;
+}
+
+export interface PatchSweepOptions extends PatchOptionsBase {
+  /** Patch every head ("heads", the default) or every (layer, position) of "resid", "attn" or "mlp". */
+  over?: PatchPoint;
+  kind?: AttentionKind;
+}
+
+export interface PatchMap {
+  clean: number;
+  corrupted: number;
+  point: PatchPoint;
+  kind: AttentionKind;
+  layers: number;
+  /** Heads, or positions. */
+  columns: number;
+  /** [layer][column]: the metric with that activation patched. */
+  patched: number[][];
+  normalized: number[][];
+}
+
+export interface DetectHeadsOptions {
+  /** Length of the random half (0 = min(50, (context − 1) / 2)). */
+  length?: number;
+  /** Sequences averaged (default 4). */
+  batch?: number;
+  seed?: number;
+  /** Run the probe with these heads switched off. */
+  ablate?: HeadAblation[];
+}
+
+export interface DetectHeadsResult {
+  heads: HeadScores;
+  kind: AttentionKind;
+  length: number;
+  /** BOS + r + r, for each sequence. */
+  sequences: number[][];
+  /** Mean next-token cross-entropy (nats) predicting the first and the second copy (null: encoder-only). */
+  loss: { firstCopy: number; secondCopy: number } | null;
 }
 
 /** A prompt: text, token ids, or a conversation rendered by the model's chat template. */
@@ -360,11 +494,19 @@ export interface SamplingOptions {
 export interface GenerateOptions extends SamplingOptions {
   /** Sees every new token as it is generated. */
   onToken?: (step: StreamStep) => void;
+  /** onToken's steps carry the k most likely tokens. */
+  predictions?: number;
+  /** Heads switched off while generating. */
+  ablate?: HeadAblation[];
 }
 
 export interface StreamOptions extends SamplingOptions {
   /** Record attention: each step then carries the weights of the pass that produced its token. */
   attentions?: AttentionSelection;
+  /** Each step carries the k most likely tokens of the distribution it was drawn from (step.topk). */
+  predictions?: number;
+  /** Heads switched off while generating. */
+  ablate?: HeadAblation[];
 }
 
 export type FinishReason = 'eos' | 'length' | 'stop' | 'context' | 'aborted';
@@ -405,6 +547,8 @@ export interface StreamStep {
    * each with the pass of that beam that chose it.
    */
   attentions?: Attentions;
+  /** With options.predictions: the most likely tokens at this step (the model's distribution, temperature 1). */
+  topk?: Prediction[];
   /** On the last step: the result, as generate() returns it. */
   result?: GenerateResult;
 }
@@ -455,6 +599,12 @@ export class Model {
   generate(prompt: Prompt, options?: GenerateOptions): Promise<GenerateResult>;
   /** Streams the generation token by token (breaking out of the loop stops it). */
   stream(prompt: Prompt, options?: StreamOptions): TokenStream;
+  /** Activation patching at one site. */
+  patch(options: PatchOptions): Promise<PatchResult>;
+  /** Activation patching of every head or every (layer, position): the patching map. */
+  patchSweep(options: PatchSweepOptions): Promise<PatchMap>;
+  /** The head detectors on the repeated random-token probe. */
+  detectHeads(options?: DetectHeadsOptions): Promise<DetectHeadsResult>;
   /** Memory now. */
   memory(): MemoryStats;
   /** Frees the model's memory; a running generation ends as "aborted"; later calls throw. */
@@ -481,6 +631,12 @@ export interface WorkerModel {
   fillMask(input: string | TokenIds, options?: FillMaskOptions): Promise<FillMaskResult>;
   generate(prompt: Prompt, options?: GenerateOptions): Promise<GenerateResult>;
   stream(prompt: Prompt, options?: StreamOptions): TokenStream;
+  /** Activation patching at one site. */
+  patch(options: PatchOptions): Promise<PatchResult>;
+  /** Activation patching of every head or every (layer, position): the patching map. */
+  patchSweep(options: PatchSweepOptions): Promise<PatchMap>;
+  /** The head detectors on the repeated random-token probe. */
+  detectHeads(options?: DetectHeadsOptions): Promise<DetectHeadsResult>;
   memory(): Promise<MemoryStats>;
   /** Engine facts of the worker's own wasm instance. */
   engineInfo(): Promise<EngineInfo>;

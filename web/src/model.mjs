@@ -1,5 +1,6 @@
 // A model running in this thread on the AttnLens WebAssembly engine. (worker.mjs runs the same class
 // inside a Web Worker / worker_threads and proxies it.)
+import { expandTopK, headScores, idsOf, patchMap, selectRecords } from './analysis.mjs';
 import { Attentions } from './attentions.mjs';
 import { describeModel, renderChat } from './chat.mjs';
 import { throwIfAborted } from './errors.mjs';
@@ -58,10 +59,11 @@ function stackChunks(chunks) {
 // The recorded attention, copied out of wasm memory. Views into that memory are detached when the
 // heap grows, and building the record list allocates a little: should a view come back detached
 // (length 0), the list is read again (no growth the second time).
-function readAttention(s) {
+function readAttention(s, select) {
   let records = s.attention();
   if (records.some((r) => r.data.length !== (r.batch ?? 1) * r.heads * r.queries * r.keys)) records = s.attention();
-  return Attentions.copyFrom(records);
+  const copy = Attentions.copyFrom(records);
+  return select ? new Attentions(selectRecords(copy.records, select)) : copy;
 }
 
 // An encoder batch's records ([input][heads][length][length]) as one Attentions per input.
@@ -251,6 +253,8 @@ export class Model {
     this.#alive();
     check.options(options, 'forward');
     const att = this.#attentionOption(options.attentions);
+    const analysis = check.analysisOptions(options, this.info);
+    if (analysis) return this.#analyze(input, options, att, analysis);
     const vocab = this.info.vocabSize;
     // Arguments are checked before the model is touched.
     let run;
@@ -299,6 +303,185 @@ export class Model {
       } finally {
         if (!this.#lost) s.setAttention(false, [], []);
       }
+    });
+  }
+
+  // The input of one pass as the engine's analyze() takes it: { tokens, source?, tokenTypes? }.
+  #passInput(input, options, what = 'forward') {
+    const vocab = this.info.vocabSize;
+    if (this.info.kind === 'encoder-decoder') {
+      if (!input || typeof input !== 'object' || Array.isArray(input) || ArrayBuffer.isView(input))
+        throw new TypeError(`${what}: an encoder-decoder model takes { source: ids, target: ids }`);
+      return { tokens: check.tokenIds(input.target, 'target', vocab), source: check.tokenIds(input.source, 'source', vocab) };
+    }
+    if (this.info.kind === 'encoder-only') {
+      const ids = check.tokenIds(Array.isArray(input) || ArrayBuffer.isView(input) ? input : input?.ids, 'ids', vocab);
+      const rawTypes = options.tokenTypes ?? input?.tokenTypes;
+      const types = rawTypes === undefined || rawTypes === null ? null : check.tokenIds(rawTypes, 'tokenTypes', 1 << 16);
+      if (types && types.length !== ids.length) throw new RangeError(`tokenTypes has ${types.length} entries for ${ids.length} tokens`);
+      return types ? { tokens: ids, tokenTypes: types } : { tokens: ids };
+    }
+    return { tokens: check.tokenIds(input, 'ids', vocab) };
+  }
+
+  // forward() with predictions, logit lens, hidden states, head scores, rollout or ablations.
+  async #analyze(input, options, att, analysis) {
+    const pass = this.#passInput(input, options);
+    // Head scores and rollout need every head of every layer: record all, then keep the selection.
+    const all = analysis.heads || analysis.rollout;
+    return this.#exclusive(() => {
+      const s = this.#session;
+      const h = this.#handle;
+      s.reset();
+      s.setAttention(!!att || all, all ? [] : att?.layers ?? [], all ? [] : att?.heads ?? []);
+      try {
+        const r = s.analyze(pass, analysis);
+        const n = r.positions;
+        const out = {};
+        if (r.logits) {
+          out.logits = r.logits;
+          out.shape = [n, r.vocab];
+        } else {
+          out.logits = null;
+          out.shape = null;
+        }
+        if (this.info.kind === 'encoder-only' && r.hidden) {
+          out.hidden = r.hidden.slice((r.layers - 1) * n * r.dModel);
+          out.hiddenShape = [n, r.dModel];
+        }
+        const tops = [r.topk, ...(r.lens ?? [])];
+        const ids = idsOf(tops);
+        const pieces = ids.length ? h.pieces(ids) : [];
+        const byId = new Map(ids.map((id, i) => [id, pieces[i]]));
+        const pieceOf = (id) => byId.get(id);
+        if (r.topk) out.topk = expandTopK(r.topk, pieceOf);
+        if (r.lens) out.logitLens = r.lens.map((t) => expandTopK(t, pieceOf));
+        if (r.lensLogits) {
+          out.logitLensLogits = r.lensLogits;
+          out.logitLensShape = [r.layers, n, r.vocab];
+        }
+        if (analysis.hiddenStates) {
+          out.hiddenStates = r.hidden;
+          out.hiddenStatesShape = [r.layers, n, r.dModel];
+        }
+        if (r.heads) out.heads = headScores(r.heads, r.kind);
+        if (r.rollout) {
+          out.rollout = r.rollout;
+          out.rolloutShape = [r.layers, n, n];
+        }
+        out.attentions = att ? readAttention(s, all ? att : null) : null;
+        return out;
+      } finally {
+        s.setAttention(false, [], []);
+      }
+    });
+  }
+
+  // A patching input (clean or corrupted): text (tokenized as generation does), token ids, or for an
+  // encoder–decoder model { source, target } (target: ids, or text after the decoder start token).
+  #patchInput(v, name) {
+    const h = this.#handle;
+    const vocab = this.info.vocabSize;
+    if (this.info.kind === 'encoder-decoder') {
+      if (!v || typeof v !== 'object' || Array.isArray(v)) throw new TypeError(`${name} must be { source, target } for an encoder-decoder model`);
+      const source = typeof v.source === 'string' ? Array.from(h.encodePrompt(v.source)) : check.tokenIds(v.source, `${name}.source`, vocab);
+      const target = typeof v.target === 'string'
+        ? [this.promptFormat.decoderStartToken, ...h.tokenize(v.target, false)]
+        : check.tokenIds(v.target, `${name}.target`, vocab);
+      return { source, tokens: target };
+    }
+    if (typeof v === 'string') {
+      if (!v.length) throw new RangeError(`${name} is empty`);
+      return { tokens: Array.from(h.encodePrompt(v)) };
+    }
+    return { tokens: check.tokenIds(v, name, vocab) };
+  }
+
+  #tokenOf(v, name) {
+    if (typeof v === 'number') return v;
+    const ids = Array.from(this.#handle.tokenize(v, false));
+    if (ids.length !== 1) throw new RangeError(`${name}: "${v}" is ${ids.length} tokens, not one (give a token id)`);
+    return ids[0];
+  }
+
+  #metricOf(m) {
+    return { correct: this.#tokenOf(m.correct, 'metric.correct'), incorrect: this.#tokenOf(m.incorrect, 'metric.incorrect'), position: m.position };
+  }
+
+  /**
+   * Activation patching at one site: runs `clean` and `corrupted` (same length), then one of them with
+   * the activation at `site` taken from the other, and measures metric = logit[correct] − logit[incorrect]
+   * at metric.position (default the last). Resolves with { clean, corrupted, patched, normalized,
+   * attentions? } (normalized: 1 = the patch fully restores the clean value (denoise) / fully breaks it (noise)).
+   */
+  async patch(options = {}) {
+    this.#alive();
+    const { metric, direction } = check.patchOptions(options, this.info, 'patch');
+    const site = check.patchSite(options.site, this.info);
+    const att = this.#attentionOption(options.attentions);
+    return this.#exclusive(() => {
+      const s = this.#session;
+      const clean = this.#patchInput(options.clean, 'clean');
+      const corrupted = this.#patchInput(options.corrupted, 'corrupted');
+      s.reset();
+      s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
+      try {
+        const r = s.patch(clean, corrupted, { metric: this.#metricOf(metric), site, direction });
+        const span = r.clean - r.corrupted;
+        const normalized = direction === 'noise' ? (r.clean - r.patched) / span : (r.patched - r.corrupted) / span;
+        return { clean: r.clean, corrupted: r.corrupted, patched: r.patched, normalized, attentions: att ? readAttention(s) : null };
+      } finally {
+        s.setAttention(false, [], []);
+      }
+    });
+  }
+
+  /**
+   * Patches every head (over: 'heads') or every (layer, position) of one activation ('resid', 'attn',
+   * 'mlp') in turn: { clean, corrupted, point, kind, layers, columns, patched [layer][column],
+   * normalized [layer][column] }.
+   */
+  async patchSweep(options = {}) {
+    this.#alive();
+    const { metric, direction } = check.patchOptions(options, this.info, 'patchSweep');
+    const point = check.patchPoint(options.over ?? 'heads', 'over');
+    const kind = check.kindOf(options.kind, 'kind', this.info);
+    return this.#exclusive(() => {
+      const clean = this.#patchInput(options.clean, 'clean');
+      const corrupted = this.#patchInput(options.corrupted, 'corrupted');
+      this.#session.reset();
+      const r = this.#session.patchSweep(clean, corrupted, { metric: this.#metricOf(metric), point, kind, direction });
+      return patchMap(r, direction);
+    });
+  }
+
+  /**
+   * The head detectors (TransformerLens' previous-token, duplicate-token and induction scores) on the
+   * repeated random-token probe, with entropy and first-token (sink) mass, averaged over `batch`
+   * sequences of BOS + r + r (r: `length` random non-special tokens; 0 = min(50, (context − 1) / 2)).
+   * Resolves with { heads, kind, length, sequences, loss: { firstCopy, secondCopy } } (loss: mean
+   * next-token cross-entropy in nats on each copy; null for an encoder-only model). `ablate` runs the
+   * probe with those heads switched off.
+   */
+  async detectHeads(options = {}) {
+    this.#alive();
+    check.options(options, 'detectHeads');
+    const o = {
+      length: options.length === undefined ? 0 : check.topK(options.length, 'length'),
+      batch: options.batch === undefined ? 4 : check.topK(options.batch, 'batch'),
+      seed: options.seed === undefined ? 0 : check.topK(options.seed, 'seed'),
+      ablate: check.ablations(options.ablate, 'ablate', this.info),
+    };
+    return this.#exclusive(() => {
+      this.#session.reset();
+      const r = this.#session.probe(o);
+      return {
+        heads: headScores(r.heads, r.kind),
+        kind: r.kind,
+        length: r.length,
+        sequences: r.sequences.map((q) => Array.from(q)),
+        loss: r.lossFirst === null ? null : { firstCopy: r.lossFirst, secondCopy: r.lossSecond },
+      };
     });
   }
 
@@ -410,12 +593,14 @@ export class Model {
 
   #plan(prompt, options) {
     const opts = check.generateOptions(prompt, options, this.promptFormat.generation ?? {});
+    opts.engine.predictions = check.topK(options.predictions, 'predictions');
+    const ablate = check.ablations(options.ablate, 'ablate', this.info);
     const att = this.#attentionOption(options.attentions);
     // A conversation is rendered now (template errors throw before the model is touched) and
     // tokenized without adding special tokens, as encodeChat() does.
     const chatText = opts.chat ? renderChat(this.#chatModel(), prompt, opts.chat) : null;
     const promptIds = typeof prompt === 'string' || opts.chat ? null : check.tokenIds(prompt, 'prompt', this.info.vocabSize);
-    return { opts, att, promptIds, chatText, signal: options.signal, stopFlag: options[STOP_FLAG] };
+    return { opts, att, ablate, promptIds, chatText, signal: options.signal, stopFlag: options[STOP_FLAG] };
   }
 
   /**
@@ -445,17 +630,21 @@ export class Model {
   }
 
   // The generation loop: yields the steps, returns the result. The caller holds the model.
-  async *#steps({ opts, att, promptIds, chatText, signal, stopFlag }) {
+  async *#steps({ opts, att, ablate, promptIds, chatText, signal, stopFlag }) {
     const s = this.#session;
     const h = this.#handle;
     throwIfAborted(signal);
     const ids = promptIds ?? Array.from(chatText !== null ? h.tokenize(chatText, false) : h.encodePrompt(opts.prompt));
     const run = { final: null };
     s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
+    s.setAblations(ablate);
     let finished = false;
     try {
       if (stopFlag) s.setStopFlag(stopFlag);
-      s.start(ids, { ...opts.engine, prefillChunk: PREFILL_CHUNK });
+      // A mean ablation replaces a head's output by its mean over the prompt (src/interp/interventions.h):
+      // the prompt then goes in as one pass, not in chunks.
+      const chunk = ablate.some((a) => a.mode === 'mean') ? 0 : PREFILL_CHUNK;
+      s.start(ids, { ...opts.engine, prefillChunk: chunk });
       this.#running = run;
       let first = true;
       const prefill = [];  // the attention of each prefill chunk
@@ -485,6 +674,7 @@ export class Model {
         first = false;
         const step = { token: ev.token, piece: ev.piece, text: ev.text, position: ev.position };
         if (attentions) step.attentions = attentions;
+        if (ev.topk) step.topk = topOfStep(ev.topk, h);
         if (ev.done) step.result = s.result();
         yield step;
         if (this.#disposed) return run.final;
@@ -502,6 +692,7 @@ export class Model {
         if (!finished) s.abort();  // the consumer left the loop (or an error): stop the generation
         s.setAttention(false, [], []);
         if (stopFlag) s.setStopFlag(null);
+        if (ablate.length) s.setAblations([]);
       }
     }
   }
@@ -536,6 +727,13 @@ export class Model {
     this.#session.delete();
     this.#handle.delete();
   }
+}
+
+// A generation step's predictions: [{ id, piece, prob, logit }], most likely first.
+function topOfStep(t, h) {
+  const ids = Array.from(t.ids);
+  const pieces = h.pieces(ids);
+  return ids.map((id, j) => ({ id, piece: pieces[j], prob: t.probs[j], logit: t.logits[j] }));
 }
 
 /** @internal loadModel() in this thread (options already checked). */

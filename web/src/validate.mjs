@@ -183,3 +183,107 @@ export function chatOptions(o, fn, { addGenerationPrompt = false } = {}) {
   if (out.template && out.templateName) throw new TypeError(`${fn}: give template or templateName, not both`);
   return out;
 }
+
+/** A top-k count: undefined / 0 / false → 0 (off), else an integer in [1, 1000]. */
+export function topK(v, name) {
+  if (v === undefined || v === 0 || v === false || v === null) return 0;
+  return number(v, name, { min: 1, max: 1000, integer: true });
+}
+
+function layersOf(info, kind) {
+  return kind === 'encoder' && info.kind === 'encoder-decoder' ? info.encoderLayers : info.layers;
+}
+
+const KINDS_BY_MODEL = { 'decoder-only': ['self'], 'encoder-only': ['encoder'], 'encoder-decoder': ['self', 'encoder', 'cross'] };
+
+/** The attention kind whose layers an option addresses (default: the model's main stack). */
+export function kindOf(v, name, info) {
+  const allowed = KINDS_BY_MODEL[info.kind] ?? ['self'];
+  if (v === undefined) return allowed[0] === 'encoder' ? 'encoder' : 'self';
+  if (!allowed.includes(v)) throw new RangeError(`${name} must be ${allowed.map((k) => `"${k}"`).join(' or ')} for this ${info.kind} model, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+/** [{ layer, head, kind?, mode? }] → checked copies with kind and mode filled in. */
+export function ablations(v, name, info) {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw new TypeError(`${name} must be an array of { layer, head, mode } objects`);
+  return v.map((a, i) => {
+    if (!a || typeof a !== 'object') throw new TypeError(`${name}[${i}] must be an object { layer, head, mode }`);
+    const kind = kindOf(a.kind, `${name}[${i}].kind`, info);
+    const layer = number(a.layer, `${name}[${i}].layer`, { min: 0, max: layersOf(info, kind) - 1, integer: true });
+    const head = number(a.head, `${name}[${i}].head`, { min: 0, max: info.heads - 1, integer: true });
+    const mode = a.mode ?? 'zero';
+    if (mode !== 'zero' && mode !== 'mean') throw new RangeError(`${name}[${i}].mode must be "zero" or "mean", got ${JSON.stringify(mode)}`);
+    return { kind, layer, head, mode };
+  });
+}
+
+/** forward()'s analysis options → what the engine's analyze() takes, or null when none is asked for. */
+export function analysisOptions(o, info) {
+  const out = {
+    topK: topK(o.topK, 'topK'),
+    lensTopK: 0,
+    lensLogits: false,
+    hiddenStates: o.hiddenStates === undefined ? false : boolean(o.hiddenStates, 'hiddenStates'),
+    heads: o.heads === undefined ? false : boolean(o.heads, 'heads'),
+    rollout: o.rollout === undefined ? false : boolean(o.rollout, 'rollout'),
+    ablate: ablations(o.ablate, 'ablate', info),
+  };
+  const lens = o.logitLens;
+  if (lens === true) out.lensTopK = 5;
+  else if (lens !== undefined && lens !== false && lens !== null) {
+    if (typeof lens !== 'object' || Array.isArray(lens)) throw new TypeError('logitLens must be true or { topK, logits }');
+    out.lensTopK = lens.topK === undefined ? (lens.logits ? 0 : 5) : topK(lens.topK, 'logitLens.topK');
+    out.lensLogits = lens.logits === undefined ? false : boolean(lens.logits, 'logitLens.logits');
+  }
+  const any = out.topK || out.lensTopK || out.lensLogits || out.hiddenStates || out.heads || out.rollout || out.ablate.length;
+  return any ? out : null;
+}
+
+function boolean(v, name) {
+  if (typeof v !== 'boolean') throw new TypeError(`${name} must be true or false, got ${typeName(v)}`);
+  return v;
+}
+
+/** A token given as an id or as text that is exactly one token (tokenize: text → ids). */
+export function oneToken(v, name, vocab) {
+  if (typeof v === 'number') return number(v, name, { min: 0, max: vocab - 1, integer: true });
+  if (typeof v !== 'string') throw new TypeError(`${name} must be a token id or a one-token string, got ${typeName(v)}`);
+  return v;
+}
+
+/** Patching options → { metric, site|point, kind, direction } (token strings are resolved later). */
+export function patchOptions(o, info, fn) {
+  options(o, fn);
+  if (o.clean === undefined || o.corrupted === undefined) throw new TypeError(`${fn}: clean and corrupted inputs are required`);
+  const m = o.metric;
+  if (!m || typeof m !== 'object') throw new TypeError(`${fn}: metric { correct, incorrect, position } is required`);
+  const metric = {
+    correct: oneToken(m.correct, 'metric.correct', info.vocabSize),
+    incorrect: oneToken(m.incorrect, 'metric.incorrect', info.vocabSize),
+    position: m.position === undefined ? -1 : number(m.position, 'metric.position', { min: -1, integer: true }),
+  };
+  const direction = o.direction ?? 'denoise';
+  if (direction !== 'denoise' && direction !== 'noise') throw new RangeError(`${fn}: direction must be "denoise" or "noise", got ${JSON.stringify(direction)}`);
+  return { metric, direction };
+}
+
+const POINTS = ['heads', 'attn', 'mlp', 'resid'];
+
+export function patchPoint(v, name) {
+  if (!POINTS.includes(v)) throw new RangeError(`${name} must be one of ${POINTS.map((p) => `"${p}"`).join(', ')}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+/** A patching site { point, layer, head?, position?, kind? }. */
+export function patchSite(s, info) {
+  if (!s || typeof s !== 'object') throw new TypeError('patch: site { point, layer, head, position } is required');
+  const point = patchPoint(s.point, 'site.point');
+  const kind = kindOf(s.kind, 'site.kind', info);
+  const layer = number(s.layer, 'site.layer', { min: 0, max: layersOf(info, kind) - 1, integer: true });
+  const head = s.head === undefined ? -1 : number(s.head, 'site.head', { min: -1, max: info.heads - 1, integer: true });
+  if (head >= 0 && point !== 'heads') throw new RangeError(`patch: site.head is for point "heads", not "${point}"`);
+  const position = s.position === undefined ? -1 : number(s.position, 'site.position', { min: -1, integer: true });
+  return { point, kind, layer, head, position };
+}

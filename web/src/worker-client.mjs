@@ -191,9 +191,16 @@ function generationOptions(o) {
   const out = {};
   for (const key of ['maxNewTokens', 'temperature', 'topK', 'topP', 'repetitionPenalty', 'seed', 'stop', 'attentions', 'chat',
     'numBeams', 'lengthPenalty', 'earlyStopping', 'noRepeatNgramSize', 'minNewTokens', 'badWordsIds', 'forcedBosTokenId',
-    'forcedEosTokenId'])
+    'forcedEosTokenId', 'predictions', 'ablate'])
     if (o[key] !== undefined) out[key] = o[key];
   return out;
+}
+
+const FORWARD_OPTIONS = ['attentions', 'tokenTypes', 'topK', 'logitLens', 'hiddenStates', 'heads', 'rollout', 'ablate'];
+
+// Options as they travel to the worker: without functions and signals.
+function plainOptions(o) {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => typeof v !== 'function' && !(typeof AbortSignal !== 'undefined' && v instanceof AbortSignal)));
 }
 
 /** The proxy loadModel(…, { worker }) returns: Model's API, every method async. */
@@ -273,9 +280,9 @@ export class WorkerModel {
     this.#alive();
     check.options(options, 'forward');
     check.attentionOptionFor(options.attentions, 'attentions', this.info);
+    check.analysisOptions(options, this.info);
     const o = {};
-    if (options.attentions !== undefined) o.attentions = options.attentions;
-    if (options.tokenTypes !== undefined) o.tokenTypes = options.tokenTypes;
+    for (const key of FORWARD_OPTIONS) if (options[key] !== undefined) o[key] = options[key];
     return this.#call('forward', [input, o]);
   }
 
@@ -295,6 +302,30 @@ export class WorkerModel {
     return this.#call('fillMask', [typeof input === 'string' ? input : Array.from(input), options]);
   }
 
+  /** Activation patching at one site (as Model.patch). */
+  async patch(options = {}) {
+    this.#alive();
+    check.patchOptions(options, this.info, 'patch');
+    check.patchSite(options.site, this.info);
+    check.attentionOptionFor(options.attentions, 'attentions', this.info);
+    return this.#call('patch', [plainOptions(options)]);
+  }
+
+  /** The patching map over every head or every (layer, position) (as Model.patchSweep). */
+  async patchSweep(options = {}) {
+    this.#alive();
+    check.patchOptions(options, this.info, 'patchSweep');
+    return this.#call('patchSweep', [plainOptions(options)]);
+  }
+
+  /** The head detectors on the repeated random-token probe (as Model.detectHeads). */
+  async detectHeads(options = {}) {
+    this.#alive();
+    check.options(options, 'detectHeads');
+    check.ablations(options.ablate, 'ablate', this.info);
+    return this.#call('detectHeads', [plainOptions(options)]);
+  }
+
   /** Memory now (as Model.memory(), here a Promise). */
   async memory() {
     return this.#call('memory', []);
@@ -311,6 +342,8 @@ export class WorkerModel {
     check.options(options, 'generate');
     check.generateOptions(prompt, options, this.promptFormat.generation ?? {});
     check.attentionOptionFor(options.attentions, 'attentions', this.info);
+    check.topK(options.predictions, 'predictions');
+    check.ablations(options.ablate, 'ablate', this.info);
     if (typeof prompt !== 'string' && !check.isMessages(prompt)) check.tokenIds(prompt, 'prompt', this.info.vocabSize);
   }
 

@@ -6,7 +6,7 @@
 // Protocol (all messages are plain objects; ArrayBuffers travel in transfer lists):
 //   → { id, op: 'load', source, options }         ← { id, type: 'progress', value } …, then a reply
 //   → { id, op: 'call', model, method, args }      (tokenize, encodePrompt, encodeChat, applyChatTemplate, detokenize,
-//                                                     pieces, forward, embed, fillMask, memory)
+//                                                     pieces, forward, embed, fillMask, memory, patch, patchSweep, detectHeads)
 //   → { id, op: 'stream', model, prompt, options, window, stopFlag? } ← { id, type: 'step', value } …, then a reply
 //        (stopFlag: an Int32Array on a SharedArrayBuffer the client sets to 1 on abort; see model.mjs STOP_FLAG)
 //   → { id, op: 'pull' }                            the client took a step: one more may be sent
@@ -37,10 +37,9 @@ function buffersOf(value) {
     if (a && ArrayBuffer.isView(a) && a.buffer instanceof ArrayBuffer && !list.includes(a.buffer)) list.push(a.buffer);
   };
   if (value && typeof value === 'object') {
-    add(value.logits);
-    add(value.hidden);
+    for (const v of Object.values(value)) add(v);  // logits, hidden, hiddenStates, logitLensLogits, rollout
     for (const e of Array.isArray(value.embeddings) ? value.embeddings : []) add(e);
-    const atts = Array.isArray(value.attentions) ? value.attentions : [value.attentions];
+    const atts = Array.isArray(value.attentions) ? value.attentions : [value.attentions];  // embed(): one per input
     for (const a of atts) for (const r of a?.records ?? []) add(r.data);
   }
   return list;
@@ -81,7 +80,7 @@ const handlers = {
   async call({ model: key, method, args }) {
     const m = model(key);
     if (!['tokenize', 'encodePrompt', 'encodeChat', 'applyChatTemplate', 'detokenize', 'pieces', 'forward', 'embed', 'fillMask',
-      'memory'].includes(method))
+      'memory', 'patch', 'patchSweep', 'detectHeads'].includes(method))
       throw new TypeError(`unknown method ${method}`);
     return m[method](...args);
   },

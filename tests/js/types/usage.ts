@@ -12,6 +12,11 @@ import {
   type ChatMessage,
   type EncodedChat,
   type TokenizerInfo,
+  type DetectHeadsResult,
+  type HeadScores,
+  type PatchMap,
+  type PatchResult,
+  type Prediction,
   type EngineInfo,
   type ForwardResult,
   type GenerateResult,
@@ -140,4 +145,33 @@ async function chat(): Promise<void> {
   return void [text, ids, r, names, maxLen, sources, wt, st, te, notYet];
 }
 
-export { inThread, inWorker, errors, chat };
+async function interpretability(): Promise<void> {
+  const model = await loadModel('models/kjv-gpt2/');
+  const f = await model.forward([1, 2, 3], {
+    topK: 5, logitLens: { topK: 3 }, hiddenStates: true, heads: true, rollout: true,
+    ablate: [{ layer: 0, head: 1 }, { layer: 1, head: 2, mode: 'mean' }],
+  });
+  const p: Prediction = f.topk![0][0];
+  const piece: string = p.piece;
+  const lens: Prediction[][][] = f.logitLens!;
+  const induction: number[][] = f.heads!.induction;
+  const rollout: Float32Array = f.rollout!;
+  // @ts-expect-error no such ablation mode
+  await model.forward([1], { ablate: [{ layer: 0, head: 0, mode: 'resample' }] });
+  for await (const step of model.stream('And God said', { predictions: 3, ablate: [{ layer: 0, head: 0 }] })) {
+    const top: Prediction[] | undefined = step.topk;
+  }
+  const r: PatchResult = await model.patch({
+    clean: 'a b', corrupted: 'a c', metric: { correct: ' b', incorrect: 7 }, site: { point: 'heads', layer: 1, head: 2 },
+  });
+  const n: number = r.normalized;
+  const map: PatchMap = await model.patchSweep({ clean: [1, 2], corrupted: [1, 3], metric: { correct: 4, incorrect: 5 }, over: 'resid' });
+  const cell: number = map.patched[0][1];
+  // @ts-expect-error no such activation
+  await model.patchSweep({ clean: [1], corrupted: [2], metric: { correct: 4, incorrect: 5 }, over: 'keys' });
+  const d: DetectHeadsResult = await model.detectHeads({ length: 20, batch: 2 });
+  const second: number | undefined = d.loss?.secondCopy;
+  const scores: HeadScores = d.heads;
+}
+
+export { inThread, inWorker, errors, chat, interpretability };

@@ -1,0 +1,138 @@
+#!/usr/bin/env node
+// What the interpretability toolkit costs (issue 13): bench_interp (bench/bench_interp.cpp) natively
+// and in wasm, on our kjv-gpt2, on stories260K (../shared) and on a random stories15M-shaped
+// checkpoint (bench/models.mjs makes it once into its cache).
+//
+//   decode   tokens/s with the hooks off, with a no-op hook at every point (an upper bound of what the
+//            points cost when off), and with top-k predictions at every step (target: ≤ 5% slower)
+//   forward  one pass over 64 tokens, alone and with top-k, the logit lens (target: ≤ 2× the pass)
+//            and the full lens logits
+//   today    (--baseline REF) decode tokens/s of bench_models built from REF (e.g. the commit before
+//            the toolkit) beside this tree's, alternately in one run, natively (target: ≤ 2% apart)
+//
+//   node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF]
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { checkpoint } from './models.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
+const log = (...m) => process.stderr.write(m.join(' ') + '\n');
+
+function parseArgs(argv) {
+  const a = { quick: false, build: true, platforms: ['native', 'wasm'], baseline: null };
+  for (let i = 0; i < argv.length; i++) {
+    const x = argv[i];
+    if (x === '--quick') a.quick = true;
+    else if (x === '--no-build') a.build = false;
+    else if (x === '--platforms') a.platforms = argv[++i].split(',');
+    else if (x === '--baseline') a.baseline = argv[++i];
+    else if (x === '--help' || x === '-h') {
+      console.log('node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF]');
+      process.exit(0);
+    } else {
+      console.error(`bench/interp.mjs: unknown option ${x}`);
+      process.exit(2);
+    }
+  }
+  return a;
+}
+
+function models() {
+  const out = [{ label: 'kjv-gpt2', files: ['config.json', 'model.safetensors', 'tokenizer.json'].map((f) => join(root, 'models', 'kjv-gpt2', f)) }];
+  const st = join(shared, 'models', 'stories260K');
+  if (existsSync(join(st, 'stories260K.bin'))) out.push({ label: 'stories260K', files: [join(st, 'stories260K.bin'), join(st, 'tok512.bin')] });
+  else log(`[bench] SKIPPED stories260K: ${st} is absent (../shared is not next to this clone)`);
+  out.push({ label: 'random 15M', files: [checkpoint('15M')] });  // made once, kept in bench/models.mjs's cache
+  return out;
+}
+
+async function binaries(args) {
+  const { buildDirs, buildNative, buildWasm } = await import(pathToFileURL(join(root, 'tools', 'build.mjs')).href);
+  const bin = { native: join(buildDirs.native, 'bench_interp'), wasm: join(buildDirs.wasm, 'bench_interp.js') };
+  if (args.platforms.includes('native') && (args.build || !existsSync(bin.native))) buildNative(['bench_interp']);
+  if (args.platforms.includes('wasm') && (args.build || !existsSync(bin.wasm))) buildWasm(['bench_interp']);
+  return { bin, buildDirs };
+}
+
+function runJson(cmd, argv) {
+  const r = spawnSync(cmd, argv, { cwd: root, encoding: 'utf8', maxBuffer: 16 << 20 });
+  if (r.status !== 0) throw new Error(`${cmd} ${argv.join(' ')} failed (${r.status}):\n${r.stderr.slice(-2000)}`);
+  return r.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+}
+
+const pct = (ratio) => `${ratio >= 1 ? '+' : '−'}${Math.abs((ratio - 1) * 100).toFixed(1)}%`;
+
+function table(headers, rows) {
+  const line = (cells) => `| ${cells.join(' | ')} |`;
+  return [line(headers), line(headers.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+// bench_models at `ref` (a worktree in /tmp, built natively) against this tree's, decode only.
+function today(ref, args, bin, ckpt) {
+  const dir = mkdtempSync(join(tmpdir(), 'attnlens-baseline-'));
+  try {
+    execFileSync('git', ['worktree', 'add', '--detach', dir, ref], { cwd: root, stdio: 'ignore' });
+    const build = join(dir, 'build-native');
+    execFileSync('nice', ['cmake', '-S', dir, '-B', build, '-DCMAKE_BUILD_TYPE=Release', '-DATTNLENS_TESTS=OFF'], { stdio: 'ignore' });
+    execFileSync('nice', ['cmake', '--build', build, '-j', '2', '--target', 'bench_models'], { stdio: 'inherit' });
+    const ours = join(dirname(bin.native), 'bench_models');
+    if (args.build || !existsSync(ours)) execFileSync('nice', ['cmake', '--build', dirname(bin.native), '-j', '2', '--target', 'bench_models'], { stdio: 'inherit' });
+    const flags = [ckpt, '--steps', '128', '--warmup-s', '1', '--reps', '3', '--prefill', '1', '--prefill-reps', '1'];
+    const rounds = args.quick ? 2 : 5;
+    const base = [];
+    const mine = [];
+    for (let r = 0; r < rounds; r++) {
+      const pair = r % 2 ? [[mine, ours], [base, join(build, 'bench_models')]] : [[base, join(build, 'bench_models')], [mine, ours]];
+      for (const [acc, exe] of pair) acc.push(runJson(exe, flags).find((x) => x.type === 'decode').tok_s_median);
+      log(`[bench] today: round ${r + 1}/${rounds}: ${ref} ${base.at(-1).toFixed(1)} tok/s, this tree ${mine.at(-1).toFixed(1)} tok/s`);
+    }
+    const med = (v) => [...v].sort((a, b) => a - b)[Math.floor((v.length - 1) / 2)];
+    return { base: med(base), mine: med(mine) };
+  } finally {
+    try { execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: root, stdio: 'ignore' }); } catch {}
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const { bin } = await binaries(args);
+  const rows = [];
+  for (const m of models()) {
+    for (const platform of args.platforms) {
+      // Emscripten's Node glue must not see fetch (TOOLCHAIN.md §1).
+      const exe = platform === 'native' ? [bin.native] : [process.execPath, '--no-experimental-fetch', bin.wasm];
+      const flags = [...m.files, '--label', m.label, '--rounds', args.quick ? '5' : '15', '--steps', '128', '--n', '64', '--k', '10'];
+      log(`[bench] bench_interp ${platform} ${m.label}`);
+      const out = runJson(exe[0], [...exe.slice(1), ...flags]);
+      const get = (group, variant) => out.find((x) => x.group === group && x.variant === variant);
+      rows.push([
+        m.label, platform,
+        get('decode', 'off').tok_s.toFixed(0),
+        pct(1 / get('decode', 'noop-hooks').ratio),  // time per token, relative
+        pct(1 / get('decode', 'top-k').ratio),
+        get('forward', 'forward').ms.toFixed(2),
+        `${get('forward', 'top-k').ratio.toFixed(2)}×`,
+        `${get('forward', 'lens').ratio.toFixed(2)}×`,
+        `${get('forward', 'lens-full').ratio.toFixed(2)}×`,
+      ]);
+    }
+  }
+  console.log('\nInterpretability toolkit cost (CPU time of this process, medians; ratios measured side by side in one run)\n');
+  console.log(table(['model', 'platform', 'decode tok/s (hooks off)', 'time/token, no-op hooks', 'time/token, top-10 per step (≤ +5%)',
+    'forward 64 tok, ms', '+ top-10', '+ logit lens (≤ 2×)', '+ full lens logits'], rows));
+  if (args.baseline) {
+    const t = today(args.baseline, args, bin, checkpoint('15M'));
+    console.log(`\nDecode, random 15M, native: ${args.baseline} ${t.base.toFixed(1)} tok/s, this tree (hooks off) ${t.mine.toFixed(1)} tok/s: time/token ${pct(t.base / t.mine)} (target within 2%)`);
+  }
+}
+
+main().catch((e) => {
+  console.error(e.stack || String(e));
+  process.exit(1);
+});

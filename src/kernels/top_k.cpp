@@ -1,0 +1,163 @@
+// top_k and log_sum_exp (top_k.h).
+#include "kernels/top_k.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/simd.h"
+
+namespace attnlens::kernels {
+
+using simd::load;
+using simd::Vec;
+using simd::W;
+
+namespace {
+
+// Entry a ranks before entry b: a larger value, or an equal one at a lower index; NaN ranks last.
+inline bool ranks_before(const float* x, int a, int b) {
+  const float xa = x[a], xb = x[b];
+  if (xa > xb) return true;
+  if (xa < xb) return false;
+  const bool na = std::isnan(xa), nb = std::isnan(xb);
+  if (na != nb) return nb;
+  return a < b;
+}
+
+// heap[0..k) is a heap whose root is the entry ranked last among them (the first to be replaced).
+void sift_down(const float* x, int* heap, int k, int i) {
+  for (;;) {
+    int last = i;
+    const int l = 2 * i + 1, r = l + 1;
+    if (l < k && ranks_before(x, heap[last], heap[l])) last = l;
+    if (r < k && ranks_before(x, heap[last], heap[r])) last = r;
+    if (last == i) return;
+    std::swap(heap[i], heap[last]);
+    i = last;
+  }
+}
+
+// The value an entry must exceed to enter the k best (NaN at the root: any number does).
+inline float threshold(const float* x, const int* heap) {
+  const float t = x[heap[0]];
+  return std::isnan(t) ? -std::numeric_limits<float>::infinity() : t;
+}
+
+// A lower bound of the k-th largest value, in one vector pass: G = ⌈k/W⌉ vectors of running maxima,
+// vector i of x going to accumulator i mod G, hold G·W ≥ k maxima of disjoint sets of entries, so at
+// least k entries are ≥ the k-th largest of them. −∞ when that does not pay (short rows, large k, NaN).
+float kth_lower_bound(const float* x, int n, int k) {
+  constexpr float kNone = -std::numeric_limits<float>::infinity();
+  constexpr int kMaxGroups = 8;
+  const int groups = (k + W - 1) / W;
+  if (groups > kMaxGroups || n < 4 * groups * W) return kNone;
+  Vec acc[kMaxGroups];
+  for (int g = 0; g < groups; ++g) acc[g] = Vec(kNone);
+  int g = 0;
+  for (int i = 0; i + W <= n; i += W) {
+    acc[g] = xsimd::max(acc[g], load(x + i));
+    if (++g == groups) g = 0;
+  }
+  alignas(64) float m[kMaxGroups * W];
+  for (int j = 0; j < groups; ++j) acc[j].store_aligned(m + j * W);
+  const int count = groups * W;
+  for (int j = 0; j < count; ++j)
+    if (std::isnan(m[j])) return kNone;
+  std::nth_element(m, m + (k - 1), m + count, [](float a, float b) { return a > b; });
+  return m[k - 1];
+}
+
+}  // namespace
+
+void top_k(const float* x, int n, int k, int* idx) noexcept {
+  if (k <= 0 || n <= 0) return;
+  if (k > n) k = n;
+  for (int i = 0; i < k; ++i) idx[i] = i;
+  for (int i = k / 2 - 1; i >= 0; --i) sift_down(x, idx, k, i);
+  // A later entry enters only by ranking strictly before the root (ties go to the lower index,
+  // which is already in): a vector with no lane above the threshold is skipped whole.
+  auto offer = [&](int j) {
+    if (ranks_before(x, j, idx[0])) {
+      idx[0] = j;
+      sift_down(x, idx, k, 0);
+    }
+  };
+  // Entries below `bound` cannot be among the k largest: with it, few lanes are ever looked at, even
+  // while the heap still holds the row's first (arbitrary) entries.
+  const float bound = kth_lower_bound(x, n, k);
+  const Vec vb(bound);
+  int i = k;
+  Vec vt(threshold(x, idx));
+  alignas(64) float above[W];
+  for (; i + W <= n; i += W) {
+    const Vec v = load(x + i);
+    const auto candidate = (v > vt) && (v >= vb);
+    if (!xsimd::any(candidate)) continue;
+    xsimd::select(candidate, Vec(1.f), Vec(0.f)).store_aligned(above);  // only those lanes
+    for (int r = 0; r < W; ++r)
+      if (above[r] != 0.f) offer(i + r);
+    vt = Vec(threshold(x, idx));
+  }
+  for (; i < n; ++i)
+    if (!(x[i] < bound)) offer(i);
+  std::sort(idx, idx + k, [x](int a, int b) { return ranks_before(x, a, b); });
+}
+
+float log_sum_exp(const float* x, int n) noexcept {
+  if (n <= 0) return -std::numeric_limits<float>::infinity();
+  int i = 0;
+  float mx = x[0];
+  if (n >= W) {
+    Vec m = load(x);
+    for (i = W; i + W <= n; i += W) m = xsimd::max(m, load(x + i));
+    mx = simd::max_lanes(m);
+  }
+  for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  return log_sum_exp(x, n, mx);
+}
+
+float log_sum_exp(const float* x, int n, float mx) noexcept {
+  if (n <= 0) return -std::numeric_limits<float>::infinity();
+  if (std::isinf(mx)) return mx;  // +∞ dominates; all −∞: the sum is 0
+  int i = 0;
+  const Vec vmx(mx);
+  Vec s0(0.f), s1(0.f);
+  for (i = 0; i + 2 * W <= n; i += 2 * W) {
+    s0 += xsimd::exp(load(x + i) - vmx);
+    s1 += xsimd::exp(load(x + i + W) - vmx);
+  }
+  for (; i + W <= n; i += W) s0 += xsimd::exp(load(x + i) - vmx);
+  float s = simd::sum(s0 + s1);
+  for (; i < n; ++i) s += std::exp(x[i] - mx);
+  return mx + std::log(s);
+}
+
+namespace ref {
+
+void top_k(const float* x, int n, int k, int* idx) noexcept {
+  if (k > n) k = n;
+  // The r-th pick is the entry ranked first among those ranked after pick r − 1.
+  for (int r = 0; r < k; ++r) {
+    int best = -1;
+    for (int j = 0; j < n; ++j) {
+      if (r > 0 && !ranks_before(x, idx[r - 1], j)) continue;
+      if (best < 0 || ranks_before(x, j, best)) best = j;
+    }
+    idx[r] = best;
+  }
+}
+
+float log_sum_exp(const float* x, int n) noexcept {
+  if (n <= 0) return -std::numeric_limits<float>::infinity();
+  float mx = x[0];
+  for (int i = 1; i < n; ++i) mx = std::fmax(mx, x[i]);
+  if (std::isinf(mx)) return mx;
+  double s = 0;
+  for (int i = 0; i < n; ++i) s += std::exp(double(x[i]) - mx);
+  return float(mx + std::log(s));
+}
+
+}  // namespace ref
+
+}  // namespace attnlens::kernels

@@ -1,0 +1,290 @@
+// The interpretability toolkit (src/interp) against PyTorch, on our two models and stories260K:
+// top-k predictions, logit lens and hidden states, head ablation (zero and mean, with the attention of
+// the ablated run), activation patching (single sites and the maps over heads and (layer, position)),
+// head detector scores on repeated random tokens, entropy, sink mass and attention rollout.
+// References: tests/fixtures/interp/*.json, written by tests/fixtures/make_interp_fixtures.py (plain
+// PyTorch forward passes in float64 with the same hook points). Tolerances are the attention tests':
+// logits and logit differences within 1e-4, probabilities and attention-derived scores within 1e-5.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fixture_json.h"
+#include "interp/analysis.h"
+#include "runtime/loader.h"
+#include "test_util.h"
+
+using namespace attnlens;
+using interp::Input;
+using nn::AttentionKind;
+using nn::HookPoint;
+
+namespace {
+
+// Our models' references; the random-weight architecture models carry their own (1e-4 of their logit
+// range, 2e-5 on probabilities: the tolerances of tests/cpp/test_runtime_archs.cpp).
+double kLogitTol = 1e-4;
+double kProbTol = 1e-5;
+
+runtime::FilePtr file_at(const std::string& path) {
+  auto f = std::make_shared<runtime::File>();
+  f->name = path.substr(path.find_last_of('/') + 1);
+  f->bytes = testutil::read_bytes(path);
+  return f;
+}
+
+std::unique_ptr<runtime::LoadedModel> load_folder(const std::string& dir, const std::vector<std::string>& names) {
+  std::vector<runtime::FilePtr> files;
+  for (const auto& n : names) files.push_back(file_at(dir + "/" + n));
+  return runtime::load_model(files);
+}
+
+std::unique_ptr<runtime::LoadedModel> load_named(const std::string& model) {
+  const std::string root = testutil::source_dir();
+  if (model == "kjv-gpt2" || model == "date-normalizer")
+    return load_folder(root + "/models/" + model, {"config.json", "model.safetensors", "tokenizer.json"});
+  if (model.rfind("arch:", 0) == 0)  // tests/fixtures/archs: an HF folder of random weights, no tokenizer
+    return load_folder(testutil::fixture_path("archs/" + model.substr(5)), {"config.json", "model.safetensors"});
+  return load_folder(testutil::shared_path("models/stories260K"), {"stories260K.bin", "tok512.bin"});
+}
+
+AttentionKind kind_of(const std::string& s) {
+  return s == "encoder" ? AttentionKind::Encoder : s == "cross" ? AttentionKind::Cross : AttentionKind::Self;
+}
+
+HookPoint point_of(const std::string& s) {
+  return s == "heads" ? HookPoint::HeadOutputs : s == "attn" ? HookPoint::AttentionOut
+                       : s == "mlp" ? HookPoint::MlpOut : HookPoint::ResidualPost;
+}
+
+struct Case {
+  explicit Case(const std::string& name) : fx(testutil::fixture_path("interp/" + name + ".json")) {
+    lm = load_named(fx.config().at("model").get<std::string>());
+    session = lm->model().new_session();
+    in.tokens = fx.config().at("tokens").get<std::vector<int>>();
+    if (fx.config().contains("source")) in.source = fx.config().at("source").get<std::vector<int>>();
+    k = fx.config().at("k").get<int>();
+    layers = fx.config().at("layers").get<int>();
+    heads = fx.config().at("heads").get<int>();
+    kLogitTol = fx.config().value("logit_tolerance", 1e-4);
+    kProbTol = fx.config().value("prob_tolerance", 1e-5);
+  }
+  const models::Model& model() const { return lm->model(); }
+
+  testutil::JsonFixture fx;
+  std::unique_ptr<runtime::LoadedModel> lm;
+  std::unique_ptr<models::Session> session;
+  Input in;
+  int k = 0, layers = 0, heads = 0;
+};
+
+void check_close(const std::vector<float>& got, const std::vector<float>& want, double tol, const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  size_t worst = 0;
+  double err = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = std::fabs(double(got[i]) - double(want[i]));
+    if (!(e <= err)) {
+      err = e;
+      worst = i;
+    }
+  }
+  INFO(what << ": largest difference " << err << " at " << worst << " (engine " << got[worst] << ", PyTorch "
+            << want[worst] << ")");
+  CHECK(err <= tol);
+}
+
+// A top-k against the reference: the values rank by rank, and the ids too, except that two ids may
+// swap where the reference's logits tie within the tolerance.
+void check_top_k(const generate::TopK& t, const std::vector<float>& ids, const std::vector<float>& logits,
+                 const std::vector<float>& probs, const std::string& what) {
+  REQUIRE(t.ids.size() == ids.size());
+  check_close(t.logits, logits, kLogitTol, what + " logits");
+  check_close(t.probs, probs, kProbTol, what + " probabilities");
+  int mismatched = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (t.ids[i] == int(ids[i])) continue;
+    const size_t j = i % size_t(t.k);
+    const bool tie = (j > 0 && std::fabs(logits[i] - logits[i - 1]) <= kLogitTol) ||
+                     (j + 1 < size_t(t.k) && std::fabs(logits[i] - logits[i + 1]) <= kLogitTol);
+    if (!tie) ++mismatched;
+  }
+  INFO(what << ": " << mismatched << " ids differ where the reference has no tie");
+  CHECK(mismatched == 0);
+}
+
+std::vector<float> slice(const std::vector<float>& v, size_t at, size_t n) {
+  return std::vector<float>(v.begin() + long(at), v.begin() + long(at + n));
+}
+
+std::vector<interp::Ablation> ablations_of(const nlohmann::json& list) {
+  std::vector<interp::Ablation> out;
+  for (const auto& a : list)
+    out.push_back({kind_of(a[0]), a[1].get<int>(), a[2].get<int>(),
+                   a[3] == "mean" ? interp::AblationMode::Mean : interp::AblationMode::Zero});
+  return out;
+}
+
+Input input_of(const nlohmann::json& ids, bool encdec) {
+  Input in;
+  if (encdec) {
+    in.source = ids[0].get<std::vector<int>>();
+    in.tokens = ids[1].get<std::vector<int>>();
+  } else {
+    in.tokens = ids.get<std::vector<int>>();
+  }
+  return in;
+}
+
+void check_model(const std::string& name) {
+  Case c(name);
+  const auto& m = c.model();
+  const int n = int(c.in.tokens.size()), d = m.info().d_model;
+
+  SECTION("top-k, logit lens and hidden states") {
+    interp::AnalyzeOptions o;
+    o.top_k = c.k;
+    o.lens_top_k = c.k;
+    o.hidden_states = true;
+    const interp::Analysis a = interp::analyze(m, *c.session, c.in, o);
+    REQUIRE(a.layers == c.layers);
+    check_top_k(a.top, c.fx.get("topk_ids"), c.fx.get("topk_logits"), c.fx.get("topk_probs"), "top-k");
+    const auto ids = c.fx.get("lens_ids"), logits = c.fx.get("lens_logits"), probs = c.fx.get("lens_probs");
+    const size_t per = size_t(n) * c.k;
+    for (int l = 0; l < c.layers; ++l)
+      check_top_k(a.lens[size_t(l)], slice(ids, l * per, per), slice(logits, l * per, per), slice(probs, l * per, per),
+                  "logit lens layer " + std::to_string(l));
+    // After the last layer the lens is the output itself.
+    CHECK(a.lens.back().ids == a.top.ids);
+    check_close(a.hidden, c.fx.get("hidden"), kLogitTol, "hidden states");
+    REQUIRE(a.hidden.size() == size_t(c.layers) * n * d);
+  }
+
+  SECTION("the full logit lens equals the model run to each layer") {
+    interp::AnalyzeOptions o;
+    o.lens_logits = true;
+    const interp::Analysis a = interp::analyze(m, *c.session, c.in, o);
+    const size_t per = size_t(n) * a.vocab;
+    REQUIRE(a.lens_logits.size() == size_t(c.layers) * per);
+    // Its last layer: the model's own logits; its top-5 anywhere: the reference's lens logits.
+    check_close(slice(a.lens_logits, (c.layers - 1) * per, per), std::vector<float>(a.logits, a.logits + per), 0.0,
+                "last lens layer vs output");
+    generate::TopK t;
+    t.compute(a.lens_logits.data(), c.layers * n, a.vocab, c.k);
+    check_close(t.logits, c.fx.get("lens_logits"), kLogitTol, "lens logits");
+  }
+
+  SECTION("head scores, entropy, sink and rollout of the prompt") {
+    interp::AnalyzeOptions o;
+    o.heads = true;
+    o.rollout = true;
+    const interp::Analysis a = interp::analyze(m, *c.session, c.in, o);
+    check_close(a.heads.previous_token, c.fx.get("prompt_prev"), kProbTol, "previous-token scores");
+    check_close(a.heads.duplicate_token, c.fx.get("prompt_dup"), kProbTol, "duplicate-token scores");
+    check_close(a.heads.induction, c.fx.get("prompt_ind"), kProbTol, "induction scores");
+    check_close(a.heads.entropy, c.fx.get("prompt_entropy"), kProbTol * 10, "entropy");  // nats: Σ of n terms
+    check_close(a.heads.sink, c.fx.get("prompt_sink"), kProbTol, "sink mass");
+    check_close(a.heads.entropy_per_position, c.fx.get("prompt_entropy_pos"), kProbTol * 10, "entropy per position");
+    check_close(a.heads.sink_per_position, c.fx.get("prompt_sink_pos"), kProbTol, "sink per position");
+    check_close(a.rollout, c.fx.get("rollout"), kProbTol, "rollout");
+  }
+
+  SECTION("ablation: output and the attention of the ablated run") {
+    const auto& sets = c.fx.config().at("ablations");
+    for (size_t i = 0; i < sets.size(); ++i) {
+      const std::string p = "ablation" + std::to_string(i);
+      interp::AnalyzeOptions o;
+      o.top_k = c.k;
+      o.ablations = ablations_of(sets[i]);
+      nn::AttentionRecorder rec;
+      const interp::Analysis a = interp::analyze(m, *c.session, c.in, o, &rec);
+      const int V = a.vocab;
+      check_close(std::vector<float>(a.logits + size_t(n - 1) * V, a.logits + size_t(n) * V),
+                  c.fx.get(p + "_last_logits"), kLogitTol, p + " last logits");
+      check_close(a.top.logits, c.fx.get(p + "_topk_logits"), kLogitTol, p + " top-k logits");
+      const AttentionKind main = interp::main_stack(m);
+      const nn::AttentionRecord* r = rec.find(main, c.layers - 1);
+      REQUIRE(r);
+      check_close(r->weights, c.fx.get(p + "_attention"), kProbTol, p + " last layer's attention");
+    }
+  }
+
+  SECTION("activation patching: single sites and the maps") {
+    const auto& pc = c.fx.config().at("patch");
+    const bool encdec = m.kind() == models::ModelKind::EncoderDecoder;
+    const Input clean = input_of(pc.at("clean_ids"), encdec), corrupted = input_of(pc.at("corrupted_ids"), encdec);
+    interp::LogitDiff metric{-1, pc.at("correct").get<int>(), pc.at("incorrect").get<int>()};
+    const auto singles = c.fx.get("patch_single");
+    const auto& sites = pc.at("sites");
+    for (size_t i = 0; i < sites.size(); ++i) {
+      const auto& s = sites[i];
+      interp::Site site{point_of(s[2]), kind_of(s[0]), s[1].get<int>(), s[3].get<int>(), s[4].get<int>()};
+      const auto r = interp::patch(m, *c.session, clean, corrupted, metric, site, interp::Direction::Denoise);
+      INFO("site " << s.dump());
+      CHECK(std::fabs(r.clean - pc.at("clean").get<double>()) <= kLogitTol);
+      CHECK(std::fabs(r.corrupted - pc.at("corrupted").get<double>()) <= kLogitTol);
+      CHECK(std::fabs(r.patched - singles[i]) <= kLogitTol);
+    }
+    for (const auto& sw : pc.at("sweeps")) {
+      const std::string point = sw[0], stack = sw[1];
+      const auto map = interp::patch_sweep(m, *c.session, clean, corrupted, metric, point_of(point), kind_of(stack),
+                                           interp::Direction::Denoise);
+      CHECK(map.columns == sw[2].get<int>());
+      check_close(map.patched, c.fx.get("patch_" + stack + "_" + point), kLogitTol, "patching map " + stack + " " + point);
+    }
+    // Noising: the clean run with a corrupted activation, the same numbers from the other side.
+    interp::Site all_resid{HookPoint::ResidualPost, interp::main_stack(m), c.layers - 1, -1, -1};
+    const auto noise = interp::patch(m, *c.session, clean, corrupted, metric, all_resid, interp::Direction::Noise);
+    CHECK(std::fabs(noise.patched - noise.corrupted) <= kLogitTol);  // the whole last residual: the corrupted output
+  }
+
+  if (c.fx.config().contains("probe")) SECTION("head detectors on repeated random tokens (the fixture's sequences)") {
+    const auto& pr = c.fx.config().at("probe");
+    const auto seqs = pr.at("sequences").get<std::vector<std::vector<int>>>();
+    const int L = pr.at("length"), off = pr.at("offset");
+    interp::HeadScores sum;
+    std::vector<double> loss(2, 0.0);
+    for (size_t b = 0; b < seqs.size(); ++b) {
+      Input in;
+      in.tokens = seqs[b];
+      if (m.kind() == models::ModelKind::EncoderDecoder) {
+        in.source.assign(seqs[b].begin() + off, seqs[b].end());
+        in.source.push_back(c.lm->prompt_format().eos_token);
+      }
+      interp::AnalyzeOptions o;
+      o.heads = true;
+      const auto a = interp::analyze(m, *c.session, in, o);
+      if (b == 0) sum = a.heads;
+      else sum.accumulate(a.heads);
+    }
+    sum.scale(1.f / float(seqs.size()));
+    check_close(sum.previous_token, c.fx.get("probe_prev"), kProbTol, "probe previous-token");
+    check_close(sum.duplicate_token, c.fx.get("probe_dup"), kProbTol, "probe duplicate-token");
+    check_close(sum.induction, c.fx.get("probe_ind"), kProbTol, "probe induction");
+    check_close(sum.sink, c.fx.get("probe_sink"), kProbTol, "probe sink");
+    (void)L;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("interp: kjv-gpt2 (GPT-2) equals PyTorch", "[interp][torch]") { check_model("kjv-gpt2"); }
+
+TEST_CASE("interp: date-normalizer (encoder-decoder) equals PyTorch", "[interp][torch]") {
+  check_model("date-normalizer");
+}
+
+TEST_CASE("interp: every decoder architecture (tests/fixtures/archs) equals PyTorch", "[interp][torch][archs]") {
+  for (const char* name : {"llama3", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "gptneox"}) {
+    DYNAMIC_SECTION(name) { check_model(std::string("archs/") + name); }
+  }
+}
+
+TEST_CASE("interp: stories260K (llama2.c) equals PyTorch", "[interp][torch]") {
+  SKIP_UNLESS_FILE(testutil::shared_path("models/stories260K/stories260K.bin"));
+  SKIP_UNLESS_FILE(testutil::fixture_path("interp/stories260K.json"));
+  check_model("stories260K");
+}

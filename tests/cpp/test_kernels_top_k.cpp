@@ -1,0 +1,80 @@
+// top_k and log_sum_exp equal their scalar references and the obvious definitions (a full sort,
+// a float64 sum), on sizes that exercise the vector body and the scalar tail, with ties and NaNs.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "kernels/top_k.h"
+#include "test_util.h"
+
+namespace k = attnlens::kernels;
+using testutil::randn;
+
+namespace {
+
+// The first k of a full stable sort by descending value (equal values keep their index order).
+std::vector<int> sorted_top(const std::vector<float>& x, int k) {
+  std::vector<int> idx(x.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return x[a] > x[b]; });
+  idx.resize(size_t(std::min<int>(k, int(x.size()))));
+  return idx;
+}
+
+std::vector<int> run(void (*f)(const float*, int, int, int*) noexcept, const std::vector<float>& x, int k) {
+  std::vector<int> idx(size_t(std::min<int>(k, int(x.size()))), -1);
+  f(x.data(), int(x.size()), k, idx.data());
+  return idx;
+}
+
+}  // namespace
+
+TEST_CASE("top_k equals a full sort and its scalar reference", "[kernels][top_k]") {
+  for (int n : {1, 2, 3, 5, 8, 17, 33, 64, 257, 2048, 32000}) {
+    for (int kk : {1, 2, 5, 10, 40, 100, n}) {
+      if (kk > n) continue;
+      auto x = randn(size_t(n), uint32_t(n * 31 + kk));
+      INFO("n = " << n << ", k = " << kk);
+      const auto want = sorted_top(x, kk);
+      CHECK(run(k::top_k, x, kk) == want);
+      if (size_t(n) * kk <= 3000000) CHECK(run(k::ref::top_k, x, kk) == want);
+    }
+  }
+}
+
+TEST_CASE("top_k: ascending rows (every entry enters), ties go to the lower index", "[kernels][top_k]") {
+  std::vector<float> up(1000);
+  for (int i = 0; i < 1000; ++i) up[i] = float(i) * 0.5f;
+  CHECK(run(k::top_k, up, 5) == std::vector<int>{999, 998, 997, 996, 995});
+
+  std::vector<float> ties(103, 1.f);  // all equal: the first k indices, in order
+  ties[50] = 2.f;
+  CHECK(run(k::top_k, ties, 4) == std::vector<int>{50, 0, 1, 2});
+  CHECK(run(k::ref::top_k, ties, 4) == std::vector<int>{50, 0, 1, 2});
+}
+
+TEST_CASE("top_k: NaN is never chosen over a number; infinities rank by value", "[kernels][top_k]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {nan, 1.f, nan, -inf, 3.f, inf, 2.f, nan, 0.f};
+  CHECK(run(k::top_k, x, 4) == std::vector<int>{5, 4, 6, 1});
+  CHECK(run(k::ref::top_k, x, 4) == std::vector<int>{5, 4, 6, 1});
+  CHECK(run(k::top_k, x, 9).back() == 7);  // NaNs last, by index
+}
+
+TEST_CASE("log_sum_exp equals a float64 sum and its reference", "[kernels][top_k]") {
+  for (int n : {1, 3, 4, 7, 16, 17, 100, 2048, 32000}) {
+    auto x = randn(size_t(n), uint32_t(n), 4.f);
+    double m = *std::max_element(x.begin(), x.end()), s = 0;
+    for (float v : x) s += std::exp(double(v) - m);
+    const double want = m + std::log(s);
+    INFO("n = " << n);
+    CHECK(std::fabs(k::log_sum_exp(x.data(), n) - want) <= 1e-5 * std::max(1.0, std::fabs(want)));
+    CHECK(std::fabs(k::ref::log_sum_exp(x.data(), n) - want) <= 1e-5 * std::max(1.0, std::fabs(want)));
+    CHECK(std::fabs(k::log_sum_exp(x.data(), n, float(m)) - want) <= 1e-5 * std::max(1.0, std::fabs(want)));
+  }
+  std::vector<float> big = {1000.f, 1000.f};  // no overflow
+  CHECK(k::log_sum_exp(big.data(), 2) == Approx(1000.0 + std::log(2.0)));
+  CHECK(std::isinf(k::log_sum_exp(nullptr, 0)));
+}
