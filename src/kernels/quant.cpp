@@ -1,19 +1,21 @@
-// q8_0 weights (GGML block format: f16 scale d + 32 int8, weight = d·q). The dot products read the
-// int8 blocks directly: memory traffic is 34 bytes per 32 weights instead of 128.
+// Dot products with weights in GGML block formats (quant_blocks.h), activations quantized per
+// block the way llama.cpp pairs them (quant_scalar.h defines the arithmetic; ref::matmul_q is it
+// in plain scalar code).
 //
-// matvec_q8_0 follows llama.cpp: the activation vector x is quantized once per call to 8 bits per
-// 32-block (dx = amax/127, xq = round-half-even(x/dx), kept as int16 so it feeds a 16-bit multiply),
-// then every block's dot product is exact integer arithmetic, Σ q·xq, scaled once by d·dx: per 32
-// weights 4 widening loads, 4 i32x4.dot_i16x8_s (8 products each) and 3 adds, where converting each
-// weight to f32 would take 8 widenings, 8 conversions and 8 multiply + 8 add. 4-wide SIMD without
-// FMA is compute-bound at q8_0's bytes/s in wasm, so this is what lets q8_0 decode beat f32 decode.
-// Accuracy: see kernels.h (quantizing x adds an error of the same size as quantizing W).
+// q8_0 weights: the activation vector x is quantized once per call to 8 bits per 32-block (kept as
+// int16 so it feeds a 16-bit multiply), then every block's dot product is exact integer
+// arithmetic, Σ q·xq, scaled once by d·dx: per 32 weights 4 widening loads, 4 i32x4.dot_i16x8_s
+// (8 products each) and 3 adds, where converting each weight to f32 would take 8 widenings, 8
+// conversions and 8 multiply + 8 add. 4-wide SIMD without FMA is compute-bound at q8_0's bytes/s in
+// wasm, so this is what lets q8_0 decode beat f32 decode.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "core/tensor.h"
 #include "kernels/kernels.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/quant_scalar.h"
 #include "kernels/scratch.h"
 
 #if defined(__SSE4_1__)
@@ -33,62 +35,78 @@ namespace attnlens::kernels {
 
 namespace {
 
-inline float block_scale(const uint8_t* block) {
-  uint16_t h;
-  std::memcpy(&h, block, 2);
-  return f16_to_f32(h);
+inline float f16_rounded(float v) { return f16_to_f32(f32_to_f16(v)); }
+
+#if ATTNLENS_Q8_SSE
+// ---- quantized activations (quant_scalar.h's definitions, 4 lanes at a time) -------------------
+// Round to nearest, ties to even (f32x4.nearest in wasm, roundps natively), exactly nearbyint, then
+// to int32 (exact: the values are integers, |v| ≤ 127). Rounding the product first matters: adding
+// the 1.5·2^23 constant instead would let a compiler fuse multiply and add (natively), rounding the
+// exact product rather than the f32 one llama.cpp rounds.
+inline __m128i round_i32(__m128 v) {
+  const __m128 r = _mm_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#if defined(__wasm_simd128__)
+  return wasm_i32x4_trunc_sat_f32x4(r);
+#else
+  return _mm_cvtps_epi32(r);
+#endif
 }
 
-inline uint16_t load_u16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return h;
+// max |x| over n floats (n % 4 == 0) as float: |x| as integer bits (the order of non-negative
+// floats is the order of their bits).
+inline float abs_max(const float* x, int n) {
+  const __m128i abs_mask = _mm_set1_epi32(0x7fffffff);
+  __m128i m = _mm_setzero_si128();
+  for (int i = 0; i < n; i += 4) m = _mm_max_epi32(m, _mm_and_si128(_mm_castps_si128(_mm_loadu_ps(x + i)), abs_mask));
+  m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+  m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtss_f32(_mm_castsi128_ps(m));
 }
 
-// ---- quantized activations -------------------------------------------------------------------
-// Scalar definition (also the fallback and the reference): per block of 32, amax = max |x|,
-// dx = amax/127, id = 1/dx (0 for an all-zero block), xq = nearest-even(x·id) ∈ [-127, 127].
-[[maybe_unused]] void quantize_act_scalar(const float* x, int k, int16_t* xq, float* dx) {
-  for (int b = 0; b < k / kQ8BlockSize; ++b) {
-    const float* xb = x + b * kQ8BlockSize;
-    float amax = 0.f;
-    for (int i = 0; i < kQ8BlockSize; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    dx[b] = d;
-    for (int i = 0; i < kQ8BlockSize; ++i) xq[b * kQ8BlockSize + i] = int16_t(std::nearbyint(xb[i] * id));
+// xq[i] = round(x[i]·scale) for n floats (n % 8 == 0) as int16; returns Σ xq.
+inline int scale_round(const float* x, int n, float scale, int16_t* xq) {
+  const __m128 vs = _mm_set1_ps(scale);
+  __m128i sum = _mm_setzero_si128();
+  for (int i = 0; i < n; i += 8) {
+    const __m128i lo = round_i32(_mm_mul_ps(_mm_loadu_ps(x + i), vs));
+    const __m128i hi = round_i32(_mm_mul_ps(_mm_loadu_ps(x + i + 4), vs));
+    sum = _mm_add_epi32(sum, _mm_add_epi32(lo, hi));
+    _mm_store_si128(reinterpret_cast<__m128i*>(xq + i), _mm_packs_epi32(lo, hi));
+  }
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(1, 0, 3, 2)));
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(sum);
+}
+
+// q8_0 (s == nullptr) or q8_1: per 32, d = f16(amax/127), xq = round(x·127/amax), s = f16(d·Σxq).
+void quantize_act_q8(const float* x, int k, int16_t* xq, float* d, float* s) {
+  for (int b = 0; b < k / 32; ++b) {
+    const float amax = abs_max(x + 32 * b, 32);
+    const float db = amax / 127.f;
+    const int sum = scale_round(x + 32 * b, 32, amax != 0.f ? 127.f / amax : 0.f, xq + 32 * b);
+    d[b] = f16_rounded(db);
+    if (s) s[b] = f16_rounded(db * float(sum));
   }
 }
 
-#if ATTNLENS_Q8_SSE
-// The same numbers as quantize_act_scalar, 4 lanes at a time. Rounding uses the 1.5·2^23 trick
-// (|x·id| ≤ 127 < 2^22, so adding it rounds to an integer, nearest-even, exactly like nearbyint).
-void quantize_act(const float* x, int k, int16_t* xq, float* dx) {
-  const __m128i abs_mask = _mm_set1_epi32(0x7fffffff);
-  const __m128 magic = _mm_set1_ps(12582912.f);
-  const __m128i magic_bits = _mm_castps_si128(magic);
-  for (int b = 0; b < k / kQ8BlockSize; ++b) {
-    const float* xb = x + b * kQ8BlockSize;
-    __m128 v[8];
-    __m128i m = _mm_setzero_si128();
-    for (int i = 0; i < 8; ++i) {
-      v[i] = _mm_loadu_ps(xb + 4 * i);
-      // |x| as integer bits: the order of non-negative floats is the order of their bits.
-      m = _mm_max_epi32(m, _mm_and_si128(_mm_castps_si128(v[i]), abs_mask));
+// q8_K: per 256, max = the first x of largest |x|, iscale = −127/max, xq = round(iscale·x)
+// (≤ 127 in magnitude by construction), d = 1/iscale, bsums = Σxq per 16.
+[[maybe_unused]] void quantize_act_q8K(const float* x, int k, int16_t* xq, float* d, int16_t* bsums) {
+  for (int b = 0; b < k / 256; ++b) {
+    const float* xb = x + 256 * b;
+    int16_t* qb16 = xq + 256 * b;
+    const float amax = abs_max(xb, 256);
+    if (amax == 0.f) {
+      d[b] = 0.f;
+      std::memset(qb16, 0, 256 * sizeof(int16_t));
+      std::memset(bsums + 16 * b, 0, 16 * sizeof(int16_t));
+      continue;
     }
-    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
-    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
-    const float amax = _mm_cvtss_f32(_mm_castsi128_ps(m));
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    dx[b] = d;
-    const __m128 vid = _mm_set1_ps(id);
-    __m128i* out = reinterpret_cast<__m128i*>(xq + b * kQ8BlockSize);
-    for (int i = 0; i < 4; ++i) {
-      __m128i lo = _mm_sub_epi32(_mm_castps_si128(_mm_add_ps(_mm_mul_ps(v[2 * i], vid), magic)), magic_bits);
-      __m128i hi = _mm_sub_epi32(_mm_castps_si128(_mm_add_ps(_mm_mul_ps(v[2 * i + 1], vid), magic)), magic_bits);
-      _mm_store_si128(out + i, _mm_packs_epi32(lo, hi));
-    }
+    int first = 0;
+    while (std::fabs(xb[first]) != amax) ++first;
+    const float iscale = -127.f / xb[first];
+    for (int j = 0; j < 16; ++j) bsums[16 * b + j] = int16_t(scale_round(xb + 16 * j, 16, iscale, qb16 + 16 * j));
+    d[b] = 1.f / iscale;
   }
 }
 
@@ -97,12 +115,12 @@ void quantize_act(const float* x, int k, int16_t* xq, float* dx) {
 // matrix uses (its scales span a few binades) stay in L1.
 #if defined(__F16C__)
 struct F16 {
-  float operator()(const uint8_t* block) const { return _cvtsh_ss(load_u16(block)); }
+  float operator()(const uint8_t* block) const { return _cvtsh_ss(qb::u16(block)); }
 };
 #else
 struct F16 {
   const float* table = get();
-  float operator()(const uint8_t* block) const { return table[load_u16(block)]; }
+  float operator()(const uint8_t* block) const { return table[qb::u16(block)]; }
   static const float* get() {
     static const float* t = [] {
       static float v[65536];
@@ -114,6 +132,7 @@ struct F16 {
 };
 #endif
 
+// ---- q8_0 ------------------------------------------------------------------------------------
 // Σ q·xq over one block as 4 partial int32 sums (exact: |Σ| ≤ 32·128·127 < 2^31). The four 8-byte
 // loads become v128.load8x8_s (pmovsxbw from memory natively).
 inline __m128i block_dot_i32(const uint8_t* block, const __m128i* x) {
@@ -176,56 +195,16 @@ void rows_dot(const uint8_t* w, int rows, size_t row_bytes, const int16_t* xq, c
   }
   if (rows & 1) dot_rows<1>(w + size_t(rows - 1) * row_bytes, 0, xq, dx, nb, y + rows - 1);
 }
-#endif  // ATTNLENS_Q8_SSE
 
-// Scalar version of the same arithmetic (fallback without SSE4.1/SIMD128; ref::matvec_q8_0_qx is
-// an independent copy of it in reference.cpp).
-[[maybe_unused]] float dot_row1_scalar(const uint8_t* w, const int16_t* xq, const float* dx, int nb) {
-  float acc = 0.f;
-  for (int b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + size_t(b) * kQ8BlockBytes;
-    const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
-    int32_t s = 0;
-    for (int i = 0; i < kQ8BlockSize; ++i) s += int32_t(q[i]) * int32_t(xq[b * kQ8BlockSize + i]);
-    acc += float(s) * (block_scale(blk) * dx[b]);
-  }
-  return acc;
-}
-
-}  // namespace
-
-void dequantize_row_q8_0(const uint8_t* w, float* y, int k) noexcept {
-  ref::dequantize_row_q8_0(w, y, k);
-}
-
-void quantize_row_q8_0(const float* x, uint8_t* out, int k) noexcept {
-  for (int b = 0; b < k / kQ8BlockSize; ++b) {
-    const float* xb = x + b * kQ8BlockSize;
-    float amax = 0.f;
-    for (int i = 0; i < kQ8BlockSize; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    uint8_t* block = out + size_t(b) * kQ8BlockBytes;
-    uint16_t h = f32_to_f16(d);
-    std::memcpy(block, &h, 2);
-    int8_t* q = reinterpret_cast<int8_t*>(block + 2);
-    for (int i = 0; i < kQ8BlockSize; ++i) q[i] = int8_t(std::round(xb[i] * id));
-  }
-}
-
-void matvec_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) noexcept {
-  matmul_q8_0(x, w, bias, y, 1, k, m);
-}
-
-void matmul_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept {
+// q8_0 weights, SIMD. False when scratch memory cannot be had.
+bool matmul_q8_0_simd(const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) {
   const int nb = k / kQ8BlockSize;
   const size_t row_bytes = size_t(nb) * kQ8BlockBytes;
   // All n rows of x quantized once: xq [n][k] int16, then dx [n][nb] (k % 32 == 0 keeps dx aligned).
   auto* xq = static_cast<int16_t*>(scratch::get(scratch::kActivations, size_t(n) * k * 2 + size_t(n) * nb * 4));
-  if (!xq) return ref::matmul_q8_0(x, w, bias, y, n, k, m);
+  if (!xq) return false;
   float* dx = reinterpret_cast<float*>(xq + size_t(n) * k);
-#if ATTNLENS_Q8_SSE
-  for (int i = 0; i < n; ++i) quantize_act(x + size_t(i) * k, k, xq + size_t(i) * k, dx + size_t(i) * nb);
+  for (int i = 0; i < n; ++i) quantize_act_q8(x + size_t(i) * k, k, xq + size_t(i) * k, dx + size_t(i) * nb, nullptr);
   // Prefill: blocks of W rows small enough to stay in L2 (256 KiB) while every row of x passes over
   // them; decode (n == 1) reads all of W in one pass. Widening W once and reusing it for several
   // rows of x was measured slower in V8 (its scheduler hoists all loads and spills registers).
@@ -239,13 +218,44 @@ void matmul_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, 
         for (int j = 0; j < rows; ++j) yi[j] += bias[j0 + j];
     }
   }
-#else
-  for (int i = 0; i < n; ++i) {
-    quantize_act_scalar(x + size_t(i) * k, k, xq, dx);
-    for (int j = 0; j < m; ++j)
-      y[size_t(i) * m + j] = dot_row1_scalar(w + size_t(j) * row_bytes, xq, dx, nb) + (bias ? bias[j] : 0.f);
-  }
-#endif
+  return true;
 }
+#endif  // ATTNLENS_Q8_SSE
+
+// Any block type, scalar (quant_scalar.h's arithmetic on int8 activations in scratch memory): the
+// path of the types without a vector kernel yet, and of builds without SSE4.1/SIMD128.
+bool matmul_q_scalar(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) {
+  const qs::Act act = qs::act_of(t);
+  const int nb = k / qs::act_block(act);
+  // q [k] int8, then d [nb], s [nb] floats, bsums [k/16] int16 (offsets kept 4-byte aligned).
+  const size_t qbytes = (size_t(k) + 3) / 4 * 4;
+  auto* buf = static_cast<uint8_t*>(scratch::get(scratch::kActivations, qbytes + size_t(nb) * 8 + size_t(k / 16) * 2));
+  if (!buf) return false;
+  auto* q = reinterpret_cast<int8_t*>(buf);
+  auto* d = reinterpret_cast<float*>(buf + qbytes);
+  float* s = d + nb;
+  auto* bsums = reinterpret_cast<int16_t*>(s + nb);
+  const size_t row_bytes = qb::row_bytes(t, k);
+  for (int i = 0; i < n; ++i) {
+    const float* xi = x + size_t(i) * k;
+    if (act == qs::Act::Q8_K) qs::quantize_q8_K(xi, k, q, d, bsums);
+    else qs::quantize_q8_0(xi, k, q, d, act == qs::Act::Q8_1 ? s : nullptr);
+    const qs::ActRow a{q, d, s, bsums};
+    for (int j = 0; j < m; ++j)
+      y[size_t(i) * m + j] = float(qs::dot_row(t, w + row_bytes * size_t(j), a, k)) + (bias ? bias[j] : 0.f);
+  }
+  return true;
+}
+
+}  // namespace
+
+void matmul_q(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept {
+#if ATTNLENS_Q8_SSE
+  if (t == DType::Q8_0 && matmul_q8_0_simd(x, w, bias, y, n, k, m)) return;
+#endif
+  if (!matmul_q_scalar(t, x, w, bias, y, n, k, m)) ref::matmul_q(t, x, w, bias, y, n, k, m);
+}
+
+void dequantize_row(DType t, const uint8_t* w, float* y, int k) noexcept { ref::dequantize_row(t, w, y, k); }
 
 }  // namespace attnlens::kernels

@@ -311,14 +311,22 @@ describe('stories260K (llama2.c)', { skip: noStories }, () => {
     assert.ok(m.ownedBytes > 0);  // the RoPE table
   });
 
-  test('quantize: "q8_0" loads smaller weights that still generate', async () => {
-    const q = await loadModel(stories.paths, { quantize: 'q8_0' });
-    try {
-      assert.ok(q.info.weightBytes < model.info.weightBytes / 2, `${q.info.weightBytes} vs ${model.info.weightBytes}`);
-      const g = await q.generate('Once upon a time', { maxNewTokens: 10, temperature: 0 });
-      assert.equal(g.tokens.length, 15);
-    } finally {
-      await q.dispose();
+  test('quantize: "q8_0", "q4_0", "q4_k" load smaller weights that still generate; info lists the types', async () => {
+    // stories260K: 64-wide matrices (q4_k falls back to q5_0, as llama.cpp's quantizer does) and a
+    // 172-wide W2 that no block type fits (it stays f32).
+    for (const [quantize, type, bits] of [['q8_0', 'q8_0', 8.5], ['q4_0', 'q4_0', 4.5], ['q4_k', 'q5_0', 5.5]]) {
+      const q = await loadModel(stories.paths, { quantize });
+      try {
+        assert.ok(q.info.weightBytes < model.info.weightBytes / 2, `${quantize}: ${q.info.weightBytes} vs ${model.info.weightBytes}`);
+        assert.deepEqual(q.info.weightTypes.map((t) => t.dtype).sort(), ['f32', type].sort(), quantize);
+        const t = q.info.weightTypes.find((w) => w.dtype === type);
+        assert.equal((8 * t.bytes) / t.params, bits);
+        assert.match(q.info.weightDtype, new RegExp(`^mixed \\(.*${type}.*\\)$`));
+        const g = await q.generate('Once upon a time', { maxNewTokens: 10, temperature: 0 });
+        assert.equal(g.tokens.length, 15);
+      } finally {
+        await q.dispose();
+      }
     }
   });
 });
