@@ -67,50 +67,57 @@ void matvec(const float* x, const float* w, const float* bias, float* y, int k, 
 // ---- f16 / bf16 matvec ------------------------------------------------------------------------
 namespace {
 
-// Four rows m/4 apart as in matvec, each weight widened to f32 in registers (half.h): per 8
-// weights of a row one 16-byte load and 2 × 3-4 conversion ops, against 2 loads for f32, so the
-// same bytes read cover twice the weights.
+// Four rows m/4 apart as in matvec, widened to f32 a chunk at a time (half.h) into an L1 buffer, then
+// accumulated exactly as dot4 accumulates f32 rows: the same lanes, the same order, the same tail,
+// so an f16 matrix gives bit-identical results to its f32-widened copy, in decode as in prefill
+// (whose packed panels widen it the same way). Per 8 weights of a row one 16-byte load and ~4
+// conversion ops, against two 16-byte loads for f32.
 void dot4_half(DType t, const uint8_t* w0, size_t stride, const float* x, int k, float* out) {
-  float s[4] = {0, 0, 0, 0};
-  int i = 0;
-#if ATTNLENS_HALF_SSE
-  __m128 acc[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
-  for (; i + 8 <= k; i += 8) {
-    const __m128 x0 = _mm_loadu_ps(x + i), x1 = _mm_loadu_ps(x + i + 4);
-    for (int r = 0; r < 4; ++r) {
-      __m128 lo, hi;
-      if (t == DType::F16) half::widen8<true>(w0 + r * stride + 2 * size_t(i), &lo, &hi);
-      else half::widen8<false>(w0 + r * stride + 2 * size_t(i), &lo, &hi);
-      acc[r] = _mm_add_ps(acc[r], _mm_add_ps(_mm_mul_ps(lo, x0), _mm_mul_ps(hi, x1)));
+  constexpr int kChunk = 256;  // a multiple of W and of 8
+  alignas(64) float buf[4][kChunk];
+  Vec a[4] = {Vec(0.f), Vec(0.f), Vec(0.f), Vec(0.f)};
+  const int kv = k / W * W;
+  for (int c0 = 0; c0 < kv; c0 += kChunk) {
+    const int len = std::min(kChunk, kv - c0);
+    for (int r = 0; r < 4; ++r) half::widen_row(t, w0 + r * stride + 2 * size_t(c0), buf[r], len);
+    for (int i = 0; i < len; i += W) {
+      const Vec xv = load(x + c0 + i);
+      a[0] += load(buf[0] + i) * xv;
+      a[1] += load(buf[1] + i) * xv;
+      a[2] += load(buf[2] + i) * xv;
+      a[3] += load(buf[3] + i) * xv;
     }
   }
-  for (int r = 0; r < 4; ++r) {
-    alignas(16) float l[4];
-    _mm_store_ps(l, acc[r]);
-    s[r] = (l[0] + l[1]) + (l[2] + l[3]);
-  }
-#endif
-  for (; i < k; ++i) {
+  float s[4] = {simd::sum(a[0]), simd::sum(a[1]), simd::sum(a[2]), simd::sum(a[3])};
+  for (int i = kv; i < k; ++i) {
     float v[4];
     for (int r = 0; r < 4; ++r) half::widen_row(t, w0 + r * stride + 2 * size_t(i), &v[r], 1);
-    for (int r = 0; r < 4; ++r) s[r] += v[r] * x[i];
+    s[0] += v[0] * x[i];
+    s[1] += v[1] * x[i];
+    s[2] += v[2] * x[i];
+    s[3] += v[3] * x[i];
   }
   for (int r = 0; r < 4; ++r) out[r] = s[r];
 }
 
-void matvec_half(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) {
+bool matvec_half(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) {
   const size_t row_bytes = size_t(k) * 2;
   const int q = m / 4;
+  float* row = nullptr;
+  if (4 * q < m) {  // the last m % 4 rows go through dot(), as matvec's do: widened whole first
+    row = static_cast<float*>(scratch::get(scratch::kWidened, size_t(k) * sizeof(float)));
+    if (!row) return false;
+  }
   for (int j = 0; j < q; ++j) {
     float r4[4];
     dot4_half(t, w + size_t(j) * row_bytes, size_t(q) * row_bytes, x, k, r4);
     for (int r = 0; r < 4; ++r) y[j + r * q] = r4[r] + (bias ? bias[j + r * q] : 0.f);
   }
-  for (int j = 4 * q; j < m; ++j) {  // the last m % 4 rows: the same arithmetic on 4 copies of the row
-    float r4[4];
-    dot4_half(t, w + size_t(j) * row_bytes, 0, x, k, r4);
-    y[j] = r4[0] + (bias ? bias[j] : 0.f);
+  for (int j = 4 * q; j < m; ++j) {
+    half::widen_row(t, w + size_t(j) * row_bytes, row, k);
+    y[j] = dot(x, row, k) + (bias ? bias[j] : 0.f);
   }
+  return true;
 }
 
 }  // namespace
@@ -226,14 +233,14 @@ void matmul(const float* x, const float* w, const float* bias, float* y, int n, 
 }
 
 void matmul_f16(const float* x, const uint16_t* w, const float* bias, float* y, int n, int k, int m) noexcept {
-  if (n == 1) return matvec_half(DType::F16, x, reinterpret_cast<const uint8_t*>(w), bias, y, k, m);
-  if (!matmul_packed(x, DType::F16, reinterpret_cast<const uint8_t*>(w), bias, y, n, k, m))
+  if (n == 1 && matvec_half(DType::F16, x, reinterpret_cast<const uint8_t*>(w), bias, y, k, m)) return;
+  if (n == 1 || !matmul_packed(x, DType::F16, reinterpret_cast<const uint8_t*>(w), bias, y, n, k, m))
     ref::matmul_f16(x, w, bias, y, n, k, m);
 }
 
 void matmul_bf16(const float* x, const uint16_t* w, const float* bias, float* y, int n, int k, int m) noexcept {
-  if (n == 1) return matvec_half(DType::BF16, x, reinterpret_cast<const uint8_t*>(w), bias, y, k, m);
-  if (!matmul_packed(x, DType::BF16, reinterpret_cast<const uint8_t*>(w), bias, y, n, k, m))
+  if (n == 1 && matvec_half(DType::BF16, x, reinterpret_cast<const uint8_t*>(w), bias, y, k, m)) return;
+  if (n == 1 || !matmul_packed(x, DType::BF16, reinterpret_cast<const uint8_t*>(w), bias, y, n, k, m))
     ref::matmul_bf16(x, w, bias, y, n, k, m);
 }
 

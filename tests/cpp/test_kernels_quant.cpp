@@ -280,6 +280,15 @@ TEST_CASE("f16 and bf16 matmul equal f32 math on the widened weights", "[kernels
           const auto tol = rounding_tol(wf, x, n, kk, m);
           INFO(attnlens::dtype_name(t) << " n=" << n << " k=" << kk << " m=" << m);
           for (size_t o = 0; o < y.size(); ++o) REQUIRE(std::fabs(y[o] - yr[o]) <= tol[o] + 1e-5 * std::fabs(bias[o % m]));
+          // Bit-identical to the f32 kernels on the widened weights (same lanes, same order), so that
+          // decode and prefill of an f16 model agree exactly as they do for f32 — where the compiler
+          // does not fuse multiply and add (wasm has no FMA; natively g++ may fuse one path and not
+          // the other, and the tolerance above applies).
+#if !defined(__FMA__)
+          std::vector<float> yw(y.size());
+          k::matmul(x.data(), wf.data(), bias.data(), yw.data(), n, kk, m);
+          REQUIRE(max_abs_diff(y, yw) == 0.0);
+#endif
         }
       }
     }
