@@ -63,6 +63,9 @@ inline __m128 k45_superblock(const uint8_t* blk, const int16_t* x, const int16_t
     h1 = load16(blk + 32);
   }
   __m128i isum = _mm_setzero_si128();
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
   for (int c = 0; c < 4; ++c) {
     const __m128i v0 = load16(qs + 32 * c), v1 = load16(qs + 32 * c + 16);
     __m128i lo0 = nib_lo(v0), lo1 = nib_lo(v1), hi0 = nib_hi(v0), hi1 = nib_hi(v1);
@@ -107,6 +110,9 @@ struct Q6_K {
                            const F16& f16) {
     const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
     __m128i isum = _mm_setzero_si128();
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
     for (int h = 0; h < 2; ++h) {
       const uint8_t* ql = blk + 64 * h;
       const uint8_t* qh = blk + 128 + 32 * h;
@@ -144,6 +150,9 @@ struct Q3_K {
     __m128i isum = _mm_setzero_si128();
     for (int h = 0; h < 2; ++h) {
       const __m128i q0 = load16(blk + 32 + 32 * h), q1 = load16(blk + 48 + 32 * h);
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
       for (int s = 0; s < 4; ++s) {
         const int hbit = 4 * h + s;
         const __m128i lo = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q0, 2 * s), bytes(0x03)), bit_to(m0, hbit, 2, 0x04));
@@ -174,6 +183,9 @@ struct Q2_K {
     __m128i isum = _mm_setzero_si128();
     for (int h = 0; h < 2; ++h) {
       const __m128i q0 = load16(blk + 16 + 32 * h), q1 = load16(blk + 32 + 32 * h);
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
       for (int s = 0; s < 4; ++s) {
         const __m128i lo = _mm_and_si128(_mm_srli_epi16(q0, 2 * s), bytes(0x03));
         const __m128i hi = _mm_and_si128(_mm_srli_epi16(q1, 2 * s), bytes(0x03));
@@ -196,6 +208,9 @@ struct IQ4_XS {
                            const F16& f16) {
     const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qb::kIQ4NL));
     __m128i isum = _mm_setzero_si128();
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
     for (int j = 0; j < 8; ++j) {
       const __m128i v = load16(blk + 8 + 16 * j);
       const __m128i s = _mm_add_epi32(dot16_s8(lookup16(table, nib_lo(v)), x + 32 * j),
