@@ -182,18 +182,21 @@ TEST_CASE("quantize at load: q8_0, q4_0 and q4_k from f32 and f16 files; non-fin
   for (float bad : {NAN, INFINITY}) {
     auto patched = bytes;
     std::memcpy(patched.data() + at, &bad, 4);
-    for (WeightFormat f : {WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q4_K}) {
+    for (WeightFormat f : {WeightFormat::AsStored, WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q4_K}) {
       attnlens::runtime::LoadOptions o;
       o.format = f;
       CHECK_ERROR(load_model({bytes_file("llama_f32.gguf", patched)}, o),
-                  "llama_f32.gguf: tensor blk.1.ffn_up.weight contains NaN or infinity at element 37");
+                  str("llama_f32.gguf: tensor blk.1.ffn_up.weight holds ", std::isnan(bad) ? "NaN" : "an infinity",
+                      " at element 37 of ", t.numel()));
     }
   }
   const auto hb = file("llama_f16.gguf")->bytes;
   const auto mh = attnlens::read_gguf({hb.data(), hb.size(), "llama_f16.gguf"});
   auto patched = hb;
-  const uint16_t inf = 0x7C00;
-  std::memcpy(patched.data() + size_t(mh.tensors.get("blk.0.attn_v.weight").data - hb.data()) + 2 * 5, &inf, 2);
-  CHECK_ERROR(load_model({bytes_file("llama_f16.gguf", patched)}),
-              "llama_f16.gguf: tensor blk.0.attn_v.weight contains NaN or infinity at element 5");
+  for (uint16_t h : {uint16_t(0x7C00), uint16_t(0xFC00), uint16_t(0x7E00)}) {  // +inf, -inf, NaN
+    std::memcpy(patched.data() + size_t(mh.tensors.get("blk.0.attn_v.weight").data - hb.data()) + 2 * 5, &h, 2);
+    CHECK_ERROR(load_model({bytes_file("llama_f16.gguf", patched)}),
+                str("llama_f16.gguf: tensor blk.0.attn_v.weight holds ", h == 0x7E00 ? "NaN" : "an infinity",
+                    " at element 5 of 512"));
+  }
 }
