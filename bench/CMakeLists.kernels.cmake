@@ -35,7 +35,8 @@ if(ATTNLENS_BENCH AND TARGET attnlens_kernels)
 
   if(EMSCRIPTEN)
     file(GLOB _kbench_core CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/core/*.cpp)
-    add_executable(bench_kernels_scalar ${_kbench_src} ${CMAKE_SOURCE_DIR}/src/kernels/reference.cpp ${_kbench_core})
+    add_executable(bench_kernels_scalar ${_kbench_src} ${CMAKE_SOURCE_DIR}/src/kernels/reference.cpp
+      ${CMAKE_SOURCE_DIR}/src/kernels/quant_ref.cpp ${_kbench_core})
     target_include_directories(bench_kernels_scalar PRIVATE ${CMAKE_SOURCE_DIR}/src)
     target_link_libraries(bench_kernels_scalar PRIVATE deps)  # header-only includes (core/json.h: nlohmann), no flags
     target_compile_definitions(bench_kernels_scalar PRIVATE ATTNLENS_BENCH_SCALAR=1)

@@ -22,7 +22,9 @@
 //            4 × n_heads × head_dim × keys per layer and query (q·k and p·v), summed over the
 //            positions actually computed. `gflops_matmul` leaves attention out.
 //
-// usage: bench_models CHECKPOINT.bin [--q8] [--steps 200] [--prompt "1 9038 2501 263 931"] [--reps 3]
+// CHECKPOINT is any model file the engine loads (llama2.c .bin, GGUF in any of its types);
+// --quantize TYPE (q8_0, q4_0, q4_k; --q8 = --quantize q8_0) quantizes its f32 matrices at load.
+// usage: bench_models CHECKPOINT.bin [--q8] [--quantize TYPE] [--steps 200] [--prompt "1 9038 2501 263 931"] [--reps 3]
 //          [--warmup-s 10] [--prefill 64,256] [--prefill-reps 5] [--tokenizer tokenizer.bin] [--quick]
 //          [--no-decode] [--label NAME]
 // One JSON line per measurement on stdout ("load", "decode", "prefill", "generate"); progress on stderr.
@@ -86,7 +88,7 @@ struct Options {
   std::string checkpoint;
   std::string tokenizer;
   std::string label;
-  bool q8 = false;
+  std::string quantize = "none";
   bool decode = true;
   int steps = 200;
   std::vector<int> prompt{1, 9038, 2501, 263, 931};
@@ -99,7 +101,7 @@ struct Options {
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr, "bench_models: %s\n", msg);
   std::fprintf(stderr,
-               "usage: bench_models CHECKPOINT.bin [--q8] [--steps 200] [--prompt \"1 9038 2501 263 931\"] [--reps 3]\n"
+               "usage: bench_models CHECKPOINT.bin [--q8] [--quantize TYPE] [--steps 200] [--prompt \"1 9038 2501 263 931\"] [--reps 3]\n"
                "         [--warmup-s 10] [--prefill 64,256] [--prefill-reps 5] [--tokenizer tokenizer.bin] [--quick]\n"
                "         [--no-decode] [--label NAME]\n");
   std::exit(2);
@@ -122,7 +124,8 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage(("missing value after " + a).c_str());
       return argv[++i];
     };
-    if (a == "--q8") o.q8 = true;
+    if (a == "--q8") o.quantize = "q8_0";
+    else if (a == "--quantize") o.quantize = value();
     else if (a == "--no-decode") o.decode = false;
     else if (a == "--quick") {
       o.reps = 1;
@@ -257,7 +260,7 @@ int main(int argc, char** argv) {
   Options o = parse(argc, argv);
   try {
     runtime::LoadOptions lo;
-    lo.format = o.q8 ? models::WeightFormat::Q8_0 : models::WeightFormat::AsStored;
+    lo.format = models::parse_weight_format(o.quantize);
     std::vector<runtime::FilePtr> files{read_file(o.checkpoint)};
     if (!o.tokenizer.empty()) files.push_back(read_file(o.tokenizer));
     const double tl = now_ms();

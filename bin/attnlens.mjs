@@ -2,7 +2,7 @@
 // attnlens: the command line of AttnLens (runs the same WebAssembly engine as the browser).
 //
 //   attnlens generate  --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
-//                      [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--quantize q8_0] [--json]
+//                      [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--quantize q8_0|q4_0|q4_k] [--json]
 //                      [--num-beams B] [--length-penalty L] [--early-stopping true|false|never]
 //                      [--no-repeat-ngram-size N] [--min-tokens N]
 //   attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
@@ -27,7 +27,7 @@ const api = () => import('../web/src/index.mjs');
 const USAGE = `usage:
   attnlens generate  --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
                      [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop TEXT]
-                     [--quantize q8_0] [--json] [--num-beams B] [--length-penalty L]
+                     [--quantize q8_0|q4_0|q4_k] [--json] [--num-beams B] [--length-penalty L]
                      [--early-stopping true|false|never] [--no-repeat-ngram-size N] [--min-tokens N]
   attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
                      [sampling flags] [--layer L] [--head H] --json
@@ -109,8 +109,8 @@ async function openModel(flags) {
   const { loadModel } = await api();
   const sources = [resolvePath(flags.model)];
   if (flags.tokenizer) sources.push(resolvePath(flags.tokenizer));
-  if (flags.quantize !== undefined && !['q8_0', 'none'].includes(flags.quantize))
-    throw new UsageError(`--quantize must be q8_0 or none, got "${flags.quantize}"`);
+  if (flags.quantize !== undefined && !['q8_0', 'q4_0', 'q4_k', 'none'].includes(flags.quantize))
+    throw new UsageError(`--quantize must be q8_0, q4_0, q4_k or none, got "${flags.quantize}"`);
   return loadModel(sources, { quantize: flags.quantize ?? 'none' });
 }
 

@@ -10,9 +10,7 @@ using namespace emscripten;
 ModelHandle::ModelHandle(FileSet& files, const std::string& quantize) {
   guarded([&] {
     runtime::LoadOptions o;
-    AL_CHECK(quantize.empty() || quantize == "none" || quantize == "q8_0", "quantize must be \"q8_0\" or \"none\", got \"",
-             quantize, "\"");
-    if (quantize == "q8_0") o.format = models::WeightFormat::Q8_0;
+    o.format = models::parse_weight_format(quantize);
     m_ = runtime::load_model(files.take(), o);
     return 0;
   });
@@ -37,6 +35,16 @@ val ModelHandle::info(const SessionHandle& session) const {
     o.set("contextLength", i.context_length);
     o.set("positions", i.positions);
     o.set("weightDtype", i.weight_dtype);
+    val types = val::array();
+    for (const models::ModelInfo::TypeTotals& t : i.weight_types) {
+      val e = val::object();
+      e.set("dtype", t.dtype);
+      e.set("tensors", t.tensors);
+      e.set("params", double(t.params));
+      e.set("bytes", double(t.bytes));
+      types.call<void>("push", e);
+    }
+    o.set("weightTypes", types);
     o.set("weightBytes", double(i.weight_bytes));
     o.set("fileBytes", double(m_->file_bytes()));
     o.set("ownedBytes", double(i.owned_bytes));

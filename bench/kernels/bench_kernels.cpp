@@ -97,19 +97,38 @@ std::vector<float> randn(size_t n, uint32_t seed) {
   return v;
 }
 
-// Random q8_0 blocks (scales around 0.01, q uniform in [-127, 127]); no quantizer needed, so the
-// scalar build only links the references.
-std::vector<uint8_t> rand_q8_0(size_t rows, size_t k, uint32_t seed) {
+// Random weights in block type t: random bytes with every f16 scale (and min) field set to a value
+// in [0.005, 0.02] (bytes alone could be NaN); no quantizer needed, so the scalar build only links
+// the references. q8_0 keeps its quants in [-127, 127] like real files.
+const int* scale_fields(attnlens::DType t) {
+  using attnlens::DType;
+  static const int d0[] = {0, -1}, dm[] = {0, 2, -1}, q2k[] = {80, 82, -1}, q3k[] = {108, -1}, q6k[] = {208, -1};
+  switch (t) {
+    case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: return dm;
+    case DType::Q2_K: return q2k;
+    case DType::Q3_K: return q3k;
+    case DType::Q6_K: return q6k;
+    default: return d0;
+  }
+}
+
+std::vector<uint8_t> rand_blocks(attnlens::DType t, size_t rows, size_t k, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> q(-127, 127);
+  std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> d(0.005f, 0.02f);
-  const size_t blocks = rows * k / attnlens::kQ8BlockSize;
-  std::vector<uint8_t> out(blocks * attnlens::kQ8BlockBytes);
+  const size_t be = size_t(attnlens::dtype_block_elems(t)), bb = size_t(attnlens::dtype_block_bytes(t));
+  const size_t blocks = rows * k / be;
+  std::vector<uint8_t> out(blocks * bb);
+  for (auto& v : out) v = uint8_t(byte(rng));
   for (size_t b = 0; b < blocks; ++b) {
-    uint8_t* p = out.data() + b * attnlens::kQ8BlockBytes;
-    uint16_t h = attnlens::f32_to_f16(d(rng));
-    std::memcpy(p, &h, 2);
-    for (int i = 0; i < attnlens::kQ8BlockSize; ++i) p[2 + i] = uint8_t(int8_t(q(rng)));
+    uint8_t* p = out.data() + b * bb;
+    for (const int* f = scale_fields(t); *f >= 0; ++f) {
+      uint16_t h = attnlens::f32_to_f16(d(rng));
+      std::memcpy(p + *f, &h, 2);
+    }
+    if (t == attnlens::DType::Q8_0)
+      for (int i = 0; i < 32; ++i)
+        if (p[2 + i] == 0x80) p[2 + i] = 0x81;
   }
   return out;
 }
@@ -180,32 +199,28 @@ void bench_f32(const Options& o, const Shape& s, bool quick) {
   }
 }
 
-void bench_q8(const Options& o, const Shape& s, bool quick) {
+void bench_quant(const Options& o, attnlens::DType dt, const Shape& s, bool quick) {
   const bool mv = s.n == 1;
+  const char* tn = attnlens::dtype_name(dt);
   char name[96];
-  std::snprintf(name, sizeof name, "%s_q8_0 %dx%dx%d", mv ? "matvec" : "matmul", s.n, s.k, s.m);
+  std::snprintf(name, sizeof name, "%s_%s %dx%dx%d", mv ? "matvec" : "matmul", tn, s.n, s.k, s.m);
   if (!selected(o, name)) return;
   if (quick && size_t(s.k) * s.m > (size_t(1) << 24)) return;
+  if (s.k % attnlens::dtype_block_elems(dt) != 0) return;
   auto x = randn(size_t(s.n) * s.k, 1), b = randn(s.m, 3);
-  auto w = rand_q8_0(s.m, s.k, 2);
+  auto w = rand_blocks(dt, s.m, s.k, 2);
   std::vector<float> y(size_t(s.n) * s.m);
   const double flops = 2.0 * s.n * s.k * s.m, bytes = double(w.size());
   const char* kernel = mv ? "matvec" : "matmul";
 #ifndef ATTNLENS_BENCH_SCALAR
   if (o.simd) {
-    Timing t = time_it(o, [&] {
-      if (mv) k::matvec_q8_0(x.data(), w.data(), b.data(), y.data(), s.k, s.m);
-      else k::matmul_q8_0(x.data(), w.data(), b.data(), y.data(), s.n, s.k, s.m);
-    });
-    print_line("simd", kernel, "q8_0", s.n, s.k, s.m, flops, bytes, t, checksum(y));
+    Timing t = time_it(o, [&] { k::matmul_q(dt, x.data(), w.data(), b.data(), y.data(), s.n, s.k, s.m); });
+    print_line("simd", kernel, tn, s.n, s.k, s.m, flops, bytes, t, checksum(y));
   }
 #endif
   if (o.ref) {
-    Timing t = time_it(o, [&] {
-      if (mv) k::ref::matvec_q8_0(x.data(), w.data(), b.data(), y.data(), s.k, s.m);
-      else k::ref::matmul_q8_0(x.data(), w.data(), b.data(), y.data(), s.n, s.k, s.m);
-    });
-    print_line("ref", kernel, "q8_0", s.n, s.k, s.m, flops, bytes, t, checksum(y));
+    Timing t = time_it(o, [&] { k::ref::matmul_q(dt, x.data(), w.data(), b.data(), y.data(), s.n, s.k, s.m); });
+    print_line("ref", kernel, tn, s.n, s.k, s.m, flops, bytes, t, checksum(y));
   }
 }
 
@@ -213,19 +228,24 @@ void bench_q8(const Options& o, const Shape& s, bool quick) {
 // vocab 32000, untied classifier): per layer wq, wk, wv, wo [288, 288], w1, w3 [768, 288],
 // w2 [288, 768], then the classifier [32000, 288]. 15.2M distinct weights, run as matvecs in that
 // order; "m" in the output is the number of matvecs. tokens/s of these matvecs alone = 1000 / ms.
-void bench_decode(const Options& o, bool q8) {
-  const char* name = q8 ? "decode_q8_0 stories15M" : "decode_f32 stories15M";
+// Super-block types (k a multiple of 256) use the stories110M shape instead (dim 768, hidden 2048,
+// 12 layers: 117M weights), so their rows are whole super-blocks.
+void bench_decode(const Options& o, attnlens::DType dt) {
+  const bool f32 = dt == attnlens::DType::F32;
+  const bool sb = !f32 && attnlens::dtype_block_elems(dt) == 256;
+  char name[96];
+  std::snprintf(name, sizeof name, "decode_%s %s", attnlens::dtype_name(dt), sb ? "stories110M" : "stories15M");
   if (!selected(o, name)) return;
-  const int dim = 288, hidden = 768, layers = 6, vocab = 32000;
+  const int dim = sb ? 768 : 288, hidden = sb ? 2048 : 768, layers = sb ? 12 : 6, vocab = 32000;
   struct Mat {
     int k, m;
-    size_t off;  // in floats (f32) or bytes (q8_0)
+    size_t off;  // in floats (f32) or bytes
   };
   std::vector<Mat> mats;
   size_t total = 0, weights = 0;
   auto add = [&](int kk, int m) {
     mats.push_back({kk, m, total});
-    total += q8 ? size_t(m) * kk / 32 * 34 : size_t(m) * kk;
+    total += f32 ? size_t(m) * kk : attnlens::dtype_bytes(dt, size_t(m) * kk);
     weights += size_t(m) * kk;
   };
   for (int l = 0; l < layers; ++l) {
@@ -237,16 +257,16 @@ void bench_decode(const Options& o, bool q8) {
   add(dim, vocab);
   std::vector<float> wf;
   std::vector<uint8_t> wq;
-  if (q8) wq = rand_q8_0(1, total / 34 * 32, 7);
-  else wf = randn(total, 7);
+  if (f32) wf = randn(total, 7);
+  else wq = rand_blocks(dt, 1, total / attnlens::dtype_block_bytes(dt) * attnlens::dtype_block_elems(dt), 7);
   auto x = randn(hidden, 8);
   std::vector<float> y(vocab);
-  const double flops = 2.0 * double(weights), bytes = q8 ? double(total) : 4.0 * double(total);
+  const double flops = 2.0 * double(weights), bytes = f32 ? 4.0 * double(total) : double(total);
   auto run = [&](bool ref) {
     for (const Mat& mt : mats) {
-      if (q8) {
-        if (ref) k::ref::matvec_q8_0(x.data(), wq.data() + mt.off, nullptr, y.data(), mt.k, mt.m);
-        else k::matvec_q8_0(x.data(), wq.data() + mt.off, nullptr, y.data(), mt.k, mt.m);
+      if (!f32) {
+        if (ref) k::ref::matmul_q(dt, x.data(), wq.data() + mt.off, nullptr, y.data(), 1, mt.k, mt.m);
+        else k::matmul_q(dt, x.data(), wq.data() + mt.off, nullptr, y.data(), 1, mt.k, mt.m);
       } else {
         if (ref) k::ref::matvec(x.data(), wf.data() + mt.off, nullptr, y.data(), mt.k, mt.m);
         else k::matvec(x.data(), wf.data() + mt.off, nullptr, y.data(), mt.k, mt.m);
@@ -257,12 +277,14 @@ void bench_decode(const Options& o, bool q8) {
 #ifndef ATTNLENS_BENCH_SCALAR
   if (o.simd) {
     Timing t = time_it(o, [&] { run(false); });
-    print_line("simd", "decode", q8 ? "q8_0" : "f32", 1, int(weights), int(mats.size()), flops, bytes, t, checksum(y));
+    print_line("simd", "decode", attnlens::dtype_name(dt), 1, int(weights), int(mats.size()), flops, bytes, t,
+               checksum(y));
   }
 #endif
   if (o.ref) {
     Timing t = time_it(o, [&] { run(true); });
-    print_line("ref", "decode", q8 ? "q8_0" : "f32", 1, int(weights), int(mats.size()), flops, bytes, t, checksum(y));
+    print_line("ref", "decode", attnlens::dtype_name(dt), 1, int(weights), int(mats.size()), flops, bytes, t,
+               checksum(y));
   }
 }
 
@@ -323,9 +345,14 @@ int main(int argc, char** argv) {
   if (!quick) bench_read(o);
   for (const Shape& s : kMatvecShapes) bench_f32(o, s, quick);
   for (const Shape& s : kMatmulShapes) bench_f32(o, s, quick);
-  for (const Shape& s : kMatvecShapes) bench_q8(o, s, quick);
-  for (const Shape& s : kMatmulShapes) bench_q8(o, s, quick);
-  bench_decode(o, false);
-  bench_decode(o, true);
+  using attnlens::DType;
+  const DType quant[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL,
+                         DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
+  for (DType dt : quant) {
+    for (const Shape& s : kMatvecShapes) bench_quant(o, dt, s, quick);
+    for (const Shape& s : kMatmulShapes) bench_quant(o, dt, s, quick);
+  }
+  bench_decode(o, DType::F32);
+  for (DType dt : quant) bench_decode(o, dt);
   return 0;
 }

@@ -9,26 +9,40 @@
 
 namespace attnlens {
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::Q8_0: return "q8_0";
-  }
-  return "?";
+namespace {
+
+struct DTypeInfo {
+  const char* name;
+  int block_elems, block_bytes;
+};
+
+// Indexed by DType. Block sizes from ggml-common.h (llama.cpp); static_asserts in kernels/quant_blocks.h.
+constexpr DTypeInfo kDTypes[kNumDTypes] = {
+    {"f32", 1, 4},     {"f16", 1, 2},      {"bf16", 1, 2},     {"q8_0", 32, 34},  {"q4_0", 32, 18},
+    {"q4_1", 32, 20},  {"q5_0", 32, 22},   {"q5_1", 32, 24},   {"q2_K", 256, 84}, {"q3_K", 256, 110},
+    {"q4_K", 256, 144}, {"q5_K", 256, 176}, {"q6_K", 256, 210}, {"iq4_nl", 32, 18}, {"iq4_xs", 256, 136},
+};
+
+const DTypeInfo& info(DType t) {
+  const int i = int(t);
+  AL_CHECK(i >= 0 && i < kNumDTypes, "unknown element type ", i);
+  return kDTypes[i];
 }
 
+}  // namespace
+
+const char* dtype_name(DType t) { return int(t) < kNumDTypes ? kDTypes[int(t)].name : "?"; }
+int dtype_block_elems(DType t) { return info(t).block_elems; }
+int dtype_block_bytes(DType t) { return info(t).block_bytes; }
+bool dtype_is_block(DType t) { return info(t).block_elems > 1; }
+
 size_t dtype_bytes(DType t, size_t count) {
-  switch (t) {
-    case DType::F32: return count * 4;
-    case DType::F16:
-    case DType::BF16: return count * 2;
-    case DType::Q8_0:
-      AL_CHECK(count % kQ8BlockSize == 0, "q8_0 tensor of ", count, " elements is not a whole number of 32-element blocks");
-      return count / kQ8BlockSize * kQ8BlockBytes;
-  }
-  return 0;
+  const DTypeInfo& i = info(t);
+  AL_CHECK(count % size_t(i.block_elems) == 0, i.name, " tensor of ", count, " elements is not a whole number of ",
+           i.block_elems, "-element blocks");
+  const size_t blocks = count / size_t(i.block_elems);
+  AL_CHECK(blocks <= SIZE_MAX / size_t(i.block_bytes), i.name, " tensor of ", count, " elements is too large");
+  return blocks * size_t(i.block_bytes);
 }
 
 int64_t TensorView::numel() const {

@@ -56,15 +56,30 @@ const char* ggml_type_name(uint32_t t) {
   return t < sizeof(names) / sizeof(names[0]) ? names[t] : "unknown";
 }
 
+// The ggml types the engine reads (the others name themselves in the error).
 bool ggml_to_dtype(uint32_t t, DType* out) {
   switch (t) {
     case 0: *out = DType::F32; return true;
     case 1: *out = DType::F16; return true;
+    case 2: *out = DType::Q4_0; return true;
+    case 3: *out = DType::Q4_1; return true;
+    case 6: *out = DType::Q5_0; return true;
+    case 7: *out = DType::Q5_1; return true;
     case 8: *out = DType::Q8_0; return true;
+    case 10: *out = DType::Q2_K; return true;
+    case 11: *out = DType::Q3_K; return true;
+    case 12: *out = DType::Q4_K; return true;
+    case 13: *out = DType::Q5_K; return true;
+    case 14: *out = DType::Q6_K; return true;
+    case 20: *out = DType::IQ4_NL; return true;
+    case 23: *out = DType::IQ4_XS; return true;
     case 30: *out = DType::BF16; return true;
   }
   return false;
 }
+
+constexpr const char* kSupportedTypes = "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, "
+                                        "iq4_nl, iq4_xs";
 
 json read_value(ByteReader& r, uint32_t type, const std::string& key, int depth);
 
@@ -134,12 +149,16 @@ TensorInfo read_tensor_info(ByteReader& r, uint64_t index) {
   uint32_t type = r.read<uint32_t>("the ggml type");
   t.offset = r.read<uint64_t>("the data offset");
   if (!ggml_to_dtype(type, &t.dtype))
-    r.fail("tensor ", t.name, " has type ", ggml_type_name(type), " (", type, "), supported: f32, f16, bf16, q8_0");
-  if (t.dtype == DType::Q8_0 && (n_dims == 0 || ne[0] % kQ8BlockSize != 0))
-    r.fail("tensor ", t.name, " is q8_0 but its rows (ne[0]=", n_dims ? ne[0] : 1, ") are not a multiple of 32 elements");
-  uint64_t bytes_per_unit = t.dtype == DType::F32 ? 4 : t.dtype == DType::Q8_0 ? kQ8BlockBytes : 2;
-  uint64_t units = t.dtype == DType::Q8_0 ? numel / kQ8BlockSize : numel;
-  if (!checked_mul(units, bytes_per_unit, &t.nbytes)) r.fail("tensor ", t.name, ": the byte size overflows");
+    r.fail("tensor ", t.name, " has type ", ggml_type_name(type), " (", type, "), which is not supported (supported: ",
+           kSupportedTypes, ")");
+  // Blocks run along ne[0]: a row must be whole blocks (then so is the whole tensor).
+  const uint64_t block = uint64_t(dtype_block_elems(t.dtype));
+  const uint64_t row = n_dims ? ne[0] : 1;
+  if (row % block != 0)
+    r.fail("tensor ", t.name, " is ", dtype_name(t.dtype), " but its rows (ne[0]=", row, ") are not a multiple of the ",
+           block, "-element block");
+  if (!checked_mul(numel / block, uint64_t(dtype_block_bytes(t.dtype)), &t.nbytes))
+    r.fail("tensor ", t.name, ": the byte size overflows");
   for (uint32_t d = n_dims; d-- > 0;) t.shape.push_back(static_cast<int64_t>(ne[d]));
   return t;
 }

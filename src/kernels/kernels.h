@@ -7,11 +7,13 @@
 //     once, so these loops stay leaf functions. No allocation per call: matmul and the q8_0
 //     kernels pack into per-thread scratch buffers that grow on first use (kernels/scratch.h).
 //   * Linear layers store weights as checkpoints do: W [out, in], rows contiguous, y = x · Wᵀ (+ b).
-//   * Quantized weights (q8_0) are dequantized inside the dot products, never to a full f32 copy;
-//     the q8_0 kernels quantize the activations per block as well (see matmul_q8_0).
+//   * Quantized weights (GGML block formats) are decoded inside the dot products, never to a full
+//     f32 copy; those kernels quantize the activations per block as well (see matmul_q).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+
+#include "core/tensor.h"
 
 namespace attnlens::kernels {
 
@@ -21,20 +23,44 @@ namespace attnlens::kernels {
 void matmul(const float* x, const float* w, const float* bias, float* y, int n, int k, int m) noexcept;
 // y[m] = W[m, k] · x[k] + bias[m]: one token of decode; bound by streaming W from memory.
 void matvec(const float* x, const float* w, const float* bias, float* y, int k, int m) noexcept;
-// The same with W in q8_0 blocks (k % 32 == 0): m rows of k/32 blocks of 34 bytes.
-// Like llama.cpp, these quantize x too: each 32-block of each row of x becomes int8 with its own
-// scale (dx = max|x|/127, xq = round(x/dx)), and the block dot products are exact integer sums
-// scaled by d·dx (ref::matvec_q8_0_qx is the scalar model). Accuracy: against f32 math on the
-// dequantized weights the error is at most Σ_blocks |d|·dx/2·Σ|q| per output (all roundings
-// aligned); typically it is as large as the error of quantizing W itself: for Gaussian x and W,
-// RMS error 0.54% of RMS |y| from W's q8_0, another 0.54% from x's, 0.77% together (k = 288..2048;
-// the worst-case bound is ~20× that at k = 288). ref::matvec_q8_0 keeps x in f32.
-void matmul_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept;
-void matvec_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) noexcept;
-// Dequantize one q8_0 row of k weights (k % 32 == 0) into y[k] (used for embedding lookups).
-void dequantize_row_q8_0(const uint8_t* w, float* y, int k) noexcept;
-// Quantize k floats (k % 32 == 0) into q8_0 blocks exactly as ggml does (d = amax/127, q = round(x/d)).
-void quantize_row_q8_0(const float* x, uint8_t* out, int k) noexcept;
+
+// ---- weights in GGML block formats and f16 / bf16 ---------------------------------------------
+// y[n, m] = x[n, k] · W[m, k]ᵀ + bias[m] for W's rows stored in the block type t (q8_0, q4_0, q4_1,
+// q5_0, q5_1, iq4_nl: blocks of 32; q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs: super-blocks of 256;
+// k a whole number of blocks, the caller checks). The weights are decoded inside the dot products,
+// never to an f32 copy. Like llama.cpp's CPU backend these quantize x too, per block, in the format
+// llama.cpp pairs with t (q8_0, q8_1 or q8_K: kernels/quant_scalar.h defines them), so that the
+// block sums are exact integer arithmetic and the results can match llama.cpp's: ref::matmul_q is
+// the scalar model of that arithmetic. Accuracy against f32 math on the dequantized weights: the
+// error of quantizing x (8 bits per block) — for Gaussian x and W about 0.5% RMS of |y|, the same
+// size as the error of q8_0 weights. n == 1 is decode; n > 1 (prefill) reuses each block of W for
+// all rows of x while it is in cache. Any row range of W is a valid W (a view of whole rows).
+void matmul_q(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept;
+// Row of k elements of any type (f32, f16, bf16 or a block type) as f32 (embedding lookups).
+void dequantize_row(DType t, const uint8_t* w, float* y, int k) noexcept;
+// Quantizes k floats (k a whole number of blocks) into t ∈ {Q8_0, Q4_0, Q5_0, Q4_K} exactly as ggml's
+// reference quantizers (quantize_row_*_ref in llama.cpp's ggml-quants.c) do. x must be finite.
+bool can_quantize(DType t) noexcept;
+// Index of the first NaN or infinity among `count` elements of type t at p, or -1 (block formats:
+// their f16 scales and mins are checked; the index is then the block's first element). For the
+// loader: quantizers must not see non-finite values, and f16 weights are widened by bit tricks that
+// turn infinities into finite numbers (half.h).
+int64_t first_non_finite(DType t, const uint8_t* p, size_t count) noexcept;
+void quantize_row(DType t, const float* x, uint8_t* out, int k) noexcept;
+// f16 / bf16 weights W[m, k] with f32 activations (x is not rounded): each weight is widened to f32
+// inside the dot product; prefill widens a panel of W once for all rows of x.
+void matmul_f16(const float* x, const uint16_t* w, const float* bias, float* y, int n, int k, int m) noexcept;
+void matmul_bf16(const float* x, const uint16_t* w, const float* bias, float* y, int n, int k, int m) noexcept;
+
+// q8_0 under its older names.
+inline void matmul_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept {
+  matmul_q(DType::Q8_0, x, w, bias, y, n, k, m);
+}
+inline void matvec_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) noexcept {
+  matmul_q(DType::Q8_0, x, w, bias, y, 1, k, m);
+}
+inline void dequantize_row_q8_0(const uint8_t* w, float* y, int k) noexcept { dequantize_row(DType::Q8_0, w, y, k); }
+inline void quantize_row_q8_0(const float* x, uint8_t* out, int k) noexcept { quantize_row(DType::Q8_0, x, out, k); }
 
 float dot(const float* a, const float* b, int n) noexcept;
 
@@ -84,11 +110,16 @@ int simd_width() noexcept;  // floats per vector register
 namespace ref {
 void matmul(const float* x, const float* w, const float* bias, float* y, int n, int k, int m) noexcept;
 void matvec(const float* x, const float* w, const float* bias, float* y, int k, int m) noexcept;
-void matmul_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept;
-void matvec_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) noexcept;
-// The arithmetic of the vector matvec_q8_0: x quantized per 32-block to int8, integer block sums.
-void matvec_q8_0_qx(const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) noexcept;
-void dequantize_row_q8_0(const uint8_t* w, float* y, int k) noexcept;
+// The integer arithmetic of matmul_q (x quantized per block as llama.cpp does, exact block sums,
+// accumulated in double).
+void matmul_q(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept;
+// f32 math (double accumulation) on the dequantized weights: what the stored weights mean.
+void matmul_dequantized(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k,
+                        int m) noexcept;
+// In ggml's order of float operations (equal to llama.cpp's dequantize_row_* bit for bit).
+void dequantize_row(DType t, const uint8_t* w, float* y, int k) noexcept;
+void matmul_f16(const float* x, const uint16_t* w, const float* bias, float* y, int n, int k, int m) noexcept;
+void matmul_bf16(const float* x, const uint16_t* w, const float* bias, float* y, int n, int k, int m) noexcept;
 float dot(const float* a, const float* b, int n) noexcept;
 void softmax(float* x, int n) noexcept;
 void layernorm(const float* x, const float* gamma, const float* beta, float* y, int n, float eps) noexcept;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "kernels/half.h"
 #include "kernels/kernels.h"
 #include "kernels/scratch.h"
 #include "kernels/simd.h"
@@ -63,6 +64,64 @@ void matvec(const float* x, const float* w, const float* bias, float* y, int k, 
   for (int j = 4 * q; j < m; ++j) y[j] = dot(x, w + size_t(j) * k, k) + (bias ? bias[j] : 0.f);
 }
 
+// ---- f16 / bf16 matvec ------------------------------------------------------------------------
+namespace {
+
+// Four rows m/4 apart as in matvec, widened to f32 a chunk at a time (half.h) into an L1 buffer, then
+// accumulated exactly as dot4 accumulates f32 rows: the same lanes, the same order, the same tail,
+// so an f16 matrix gives bit-identical results to its f32-widened copy, in decode as in prefill
+// (whose packed panels widen it the same way). Per 8 weights of a row one 16-byte load and ~4
+// conversion ops, against two 16-byte loads for f32.
+void dot4_half(DType t, const uint8_t* w0, size_t stride, const float* x, int k, float* out) {
+  constexpr int kChunk = 256;  // a multiple of W and of 8
+  alignas(64) float buf[4][kChunk];
+  Vec a[4] = {Vec(0.f), Vec(0.f), Vec(0.f), Vec(0.f)};
+  const int kv = k / W * W;
+  for (int c0 = 0; c0 < kv; c0 += kChunk) {
+    const int len = std::min(kChunk, kv - c0);
+    for (int r = 0; r < 4; ++r) half::widen_row(t, w0 + r * stride + 2 * size_t(c0), buf[r], len);
+    for (int i = 0; i < len; i += W) {
+      const Vec xv = load(x + c0 + i);
+      a[0] += load(buf[0] + i) * xv;
+      a[1] += load(buf[1] + i) * xv;
+      a[2] += load(buf[2] + i) * xv;
+      a[3] += load(buf[3] + i) * xv;
+    }
+  }
+  float s[4] = {simd::sum(a[0]), simd::sum(a[1]), simd::sum(a[2]), simd::sum(a[3])};
+  for (int i = kv; i < k; ++i) {
+    float v[4];
+    for (int r = 0; r < 4; ++r) half::widen_row(t, w0 + r * stride + 2 * size_t(i), &v[r], 1);
+    s[0] += v[0] * x[i];
+    s[1] += v[1] * x[i];
+    s[2] += v[2] * x[i];
+    s[3] += v[3] * x[i];
+  }
+  for (int r = 0; r < 4; ++r) out[r] = s[r];
+}
+
+bool matvec_half(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) {
+  const size_t row_bytes = size_t(k) * 2;
+  const int q = m / 4;
+  float* row = nullptr;
+  if (4 * q < m) {  // the last m % 4 rows go through dot(), as matvec's do: widened whole first
+    row = static_cast<float*>(scratch::get(scratch::kWidened, size_t(k) * sizeof(float)));
+    if (!row) return false;
+  }
+  for (int j = 0; j < q; ++j) {
+    float r4[4];
+    dot4_half(t, w + size_t(j) * row_bytes, size_t(q) * row_bytes, x, k, r4);
+    for (int r = 0; r < 4; ++r) y[j + r * q] = r4[r] + (bias ? bias[j + r * q] : 0.f);
+  }
+  for (int j = 4 * q; j < m; ++j) {
+    half::widen_row(t, w + size_t(j) * row_bytes, row, k);
+    y[j] = dot(x, row, k) + (bias ? bias[j] : 0.f);
+  }
+  return true;
+}
+
+}  // namespace
+
 // ---- matmul -----------------------------------------------------------------------------------
 namespace {
 
@@ -92,8 +151,9 @@ void tile(const float* xp, const float* wp, int kv, float* out) {
     for (int c = 0; c < NR; ++c) out[r * NR + c] = simd::sum(acc[r][c]);
 }
 
-// Rows [0, R) of src (ld floats apart) → dst[kv][RP][W]; rows R..RP and columns k..kv·W are zero.
-void pack(const float* src, int ld, int R, int RP, int k, int kv, float* dst) {
+// Rows [0, R) (row_of(r) gives row r as f32) → dst[kv][RP][W]; rows R..RP and columns k..kv·W are zero.
+template <class Rows>
+void pack(const Rows& row_of, int R, int RP, int k, int kv, float* dst) {
   const int full = k / W;
   for (int r = 0; r < RP; ++r) {
     float* d = dst + size_t(r) * W;
@@ -101,7 +161,7 @@ void pack(const float* src, int ld, int R, int RP, int k, int kv, float* dst) {
       for (int s = 0; s < kv; ++s) store(d + size_t(s) * RP * W, Vec(0.f));
       continue;
     }
-    const float* row = src + size_t(r) * ld;
+    const float* row = row_of(r);
     for (int s = 0; s < full; ++s) store(d + size_t(s) * RP * W, load(row + s * W));
     if (full < kv) {
       float* t = d + size_t(full) * RP * W;
@@ -110,28 +170,48 @@ void pack(const float* src, int ld, int R, int RP, int k, int kv, float* dst) {
   }
 }
 
-}  // namespace
+// Rows of W as the packer reads them: f32 in place; f16 / bf16 widened into `tmp` first (once per
+// panel, so 1/n of the multiply work).
+struct WeightRows {
+  DType t;
+  const uint8_t* base;
+  size_t row_bytes;
+  int k;
+  float* tmp;
+  const float* operator()(int j) const {
+    const uint8_t* p = base + row_bytes * size_t(j);
+    if (t == DType::F32) return reinterpret_cast<const float*>(p);
+    half::widen_row(t, p, tmp, k);
+    return tmp;
+  }
+};
 
 // Prefill. x is packed in chunks of rows that stay in L2 (≤ 512 KiB), W one panel of NR rows at
 // a time (L1); zero padding turns every edge (k % W, m % NR, n % MR) into full tiles whose extra
 // outputs are dropped. The packing copies are vector loads/stores, ~1/n of the multiply work.
-void matmul(const float* x, const float* w, const float* bias, float* y, int n, int k, int m) noexcept {
-  if (n == 1) return matvec(x, w, bias, y, k, m);
+// False when scratch memory cannot be had (the caller falls back to the reference).
+bool matmul_packed(const float* x, DType wt, const uint8_t* w, const float* bias, float* y, int n, int k, int m) {
   const int kv = (k + W - 1) / W;
   const size_t panel = size_t(kv) * W;  // floats per packed row
   int chunk = int((512 << 10) / (panel * sizeof(float))) / MR * MR;
   chunk = std::max(MR, std::min(chunk, (n + MR - 1) / MR * MR));
   auto* xp = static_cast<float*>(scratch::get(scratch::kPackedX, size_t(chunk) * panel * sizeof(float)));
   auto* wp = static_cast<float*>(scratch::get(scratch::kPanel, size_t(NR) * panel * sizeof(float)));
-  if (!xp || !wp) return ref::matmul(x, w, bias, y, n, k, m);
+  float* tmp = nullptr;
+  if (wt != DType::F32) tmp = static_cast<float*>(scratch::get(scratch::kWidened, size_t(k) * sizeof(float)));
+  if (!xp || !wp || (wt != DType::F32 && !tmp)) return false;
+  const WeightRows wrows{wt, w, size_t(k) * (wt == DType::F32 ? 4 : 2), k, tmp};
   float t[MR * NR];
   for (int i0 = 0; i0 < n; i0 += chunk) {
     const int rows = std::min(chunk, n - i0);
-    for (int b = 0; b * MR < rows; ++b)
-      pack(x + size_t(i0 + b * MR) * k, k, std::min(MR, rows - b * MR), MR, k, kv, xp + size_t(b) * MR * panel);
+    for (int b = 0; b * MR < rows; ++b) {
+      const float* xb = x + size_t(i0 + b * MR) * k;
+      pack([&](int r) { return xb + size_t(r) * k; }, std::min(MR, rows - b * MR), MR, k, kv,
+           xp + size_t(b) * MR * panel);
+    }
     for (int j = 0; j < m; j += NR) {
       const int cols = std::min(NR, m - j);
-      pack(w + size_t(j) * k, k, cols, NR, k, kv, wp);
+      pack([&](int r) { return wrows(j + r); }, cols, NR, k, kv, wp);
       for (int b = 0; b * MR < rows; ++b) {
         tile(xp + size_t(b) * MR * panel, wp, kv, t);
         for (int r = 0; r < MR && b * MR + r < rows; ++r) {
@@ -141,6 +221,27 @@ void matmul(const float* x, const float* w, const float* bias, float* y, int n, 
       }
     }
   }
+  return true;
+}
+
+}  // namespace
+
+void matmul(const float* x, const float* w, const float* bias, float* y, int n, int k, int m) noexcept {
+  if (n == 1) return matvec(x, w, bias, y, k, m);
+  if (!matmul_packed(x, DType::F32, reinterpret_cast<const uint8_t*>(w), bias, y, n, k, m))
+    ref::matmul(x, w, bias, y, n, k, m);
+}
+
+void matmul_f16(const float* x, const uint16_t* w, const float* bias, float* y, int n, int k, int m) noexcept {
+  if (n == 1 && matvec_half(DType::F16, x, reinterpret_cast<const uint8_t*>(w), bias, y, k, m)) return;
+  if (n == 1 || !matmul_packed(x, DType::F16, reinterpret_cast<const uint8_t*>(w), bias, y, n, k, m))
+    ref::matmul_f16(x, w, bias, y, n, k, m);
+}
+
+void matmul_bf16(const float* x, const uint16_t* w, const float* bias, float* y, int n, int k, int m) noexcept {
+  if (n == 1 && matvec_half(DType::BF16, x, reinterpret_cast<const uint8_t*>(w), bias, y, k, m)) return;
+  if (n == 1 || !matmul_packed(x, DType::BF16, reinterpret_cast<const uint8_t*>(w), bias, y, n, k, m))
+    ref::matmul_bf16(x, w, bias, y, n, k, m);
 }
 
 }  // namespace attnlens::kernels

@@ -1,251 +1,350 @@
-// q8_0 weights (GGML block format: f16 scale d + 32 int8, weight = d·q). The dot products read the
-// int8 blocks directly: memory traffic is 34 bytes per 32 weights instead of 128.
+// Dot products with weights in GGML block formats (quant_blocks.h), activations quantized per
+// block the way llama.cpp pairs them (quant_scalar.h defines the arithmetic; ref::matmul_q is it in
+// plain scalar code). This file: the driver (activation quantization into scratch, the walk over
+// rows for decode and prefill) and the blocks of 32 (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl);
+// quant_k.cpp has the super-blocks of 256.
 //
-// matvec_q8_0 follows llama.cpp: the activation vector x is quantized once per call to 8 bits per
-// 32-block (dx = amax/127, xq = round-half-even(x/dx), kept as int16 so it feeds a 16-bit multiply),
-// then every block's dot product is exact integer arithmetic, Σ q·xq, scaled once by d·dx: per 32
-// weights 4 widening loads, 4 i32x4.dot_i16x8_s (8 products each) and 3 adds, where converting each
-// weight to f32 would take 8 widenings, 8 conversions and 8 multiply + 8 add. 4-wide SIMD without
-// FMA is compute-bound at q8_0's bytes/s in wasm, so this is what lets q8_0 decode beat f32 decode.
-// Accuracy: see kernels.h (quantizing x adds an error of the same size as quantizing W).
+// Per block of 32 weights: the weights become 4 vectors of 8 int16 (q8_0: four widening loads;
+// 4-bit: one 16-byte load, the nibbles masked out and widened), 4 i32x4.dot_i16x8_s with the
+// activation block (8 exact int products each) and 3 adds give Σ q·xq in int32 lanes, scaled once by
+// d·dx in f32. 4-wide SIMD without FMA is compute-bound at these bytes/s in wasm: converting each
+// weight to f32 instead would take 8 widenings, 8 conversions and 8 multiply + 8 add per 32.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "core/tensor.h"
 #include "kernels/kernels.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/quant_scalar.h"
+#include "kernels/quant_simd.h"
 #include "kernels/scratch.h"
-
-#if defined(__SSE4_1__)
-// Natively: real SSE4.1 (and F16C when -march has it). In wasm: emscripten's SSE→SIMD128 headers,
-// which is also how xsimd compiles there; every intrinsic used below maps to one or two SIMD128
-// operations (checked with wasm-objdump: i16x8.extend_low_i8x16_s / v128.load8x8_s,
-// i32x4.dot_i16x8_s, i8x16.shuffle, f32x4.convert_i32x4_s). Avoid _mm_cvt(t)ps_epi32 and
-// _mm_maddubs_epi16 here: emscripten 3.1.6 scalarizes the former and expands the latter to 8 ops.
-#include <smmintrin.h>
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
-#define ATTNLENS_Q8_SSE 1
-#endif
 
 namespace attnlens::kernels {
 
 namespace {
 
-inline float block_scale(const uint8_t* block) {
-  uint16_t h;
-  std::memcpy(&h, block, 2);
-  return f16_to_f32(h);
-}
+inline float f16_rounded(float v) { return f16_to_f32(f32_to_f16(v)); }
 
-inline uint16_t load_u16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return h;
-}
+}  // namespace
 
-// ---- quantized activations -------------------------------------------------------------------
-// Scalar definition (also the fallback and the reference): per block of 32, amax = max |x|,
-// dx = amax/127, id = 1/dx (0 for an all-zero block), xq = nearest-even(x·id) ∈ [-127, 127].
-[[maybe_unused]] void quantize_act_scalar(const float* x, int k, int16_t* xq, float* dx) {
-  for (int b = 0; b < k / kQ8BlockSize; ++b) {
-    const float* xb = x + b * kQ8BlockSize;
-    float amax = 0.f;
-    for (int i = 0; i < kQ8BlockSize; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    dx[b] = d;
-    for (int i = 0; i < kQ8BlockSize; ++i) xq[b * kQ8BlockSize + i] = int16_t(std::nearbyint(xb[i] * id));
-  }
-}
+#if ATTNLENS_QUANT_SIMD
+namespace qsimd {
 
-#if ATTNLENS_Q8_SSE
-// The same numbers as quantize_act_scalar, 4 lanes at a time. Rounding uses the 1.5·2^23 trick
-// (|x·id| ≤ 127 < 2^22, so adding it rounds to an integer, nearest-even, exactly like nearbyint).
-void quantize_act(const float* x, int k, int16_t* xq, float* dx) {
-  const __m128i abs_mask = _mm_set1_epi32(0x7fffffff);
-  const __m128 magic = _mm_set1_ps(12582912.f);
-  const __m128i magic_bits = _mm_castps_si128(magic);
-  for (int b = 0; b < k / kQ8BlockSize; ++b) {
-    const float* xb = x + b * kQ8BlockSize;
-    __m128 v[8];
-    __m128i m = _mm_setzero_si128();
-    for (int i = 0; i < 8; ++i) {
-      v[i] = _mm_loadu_ps(xb + 4 * i);
-      // |x| as integer bits: the order of non-negative floats is the order of their bits.
-      m = _mm_max_epi32(m, _mm_and_si128(_mm_castps_si128(v[i]), abs_mask));
-    }
-    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
-    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
-    const float amax = _mm_cvtss_f32(_mm_castsi128_ps(m));
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    dx[b] = d;
-    const __m128 vid = _mm_set1_ps(id);
-    __m128i* out = reinterpret_cast<__m128i*>(xq + b * kQ8BlockSize);
-    for (int i = 0; i < 4; ++i) {
-      __m128i lo = _mm_sub_epi32(_mm_castps_si128(_mm_add_ps(_mm_mul_ps(v[2 * i], vid), magic)), magic_bits);
-      __m128i hi = _mm_sub_epi32(_mm_castps_si128(_mm_add_ps(_mm_mul_ps(v[2 * i + 1], vid), magic)), magic_bits);
-      _mm_store_si128(out + i, _mm_packs_epi32(lo, hi));
-    }
-  }
+#if !defined(__F16C__)
+const float* f16_table() {
+  static const float* t = [] {
+    static float v[65536];
+    for (uint32_t h = 0; h < 65536; ++h) v[h] = f16_to_f32(uint16_t(h));
+    return v;
+  }();
+  return t;
 }
-
-// The f16 block scale as f32. Natively with F16C one instruction; otherwise (wasm) a 256 KiB table
-// built on first use: one scalar load per block instead of ~12 integer ops, and the entries a
-// matrix uses (its scales span a few binades) stay in L1.
-#if defined(__F16C__)
-struct F16 {
-  float operator()(const uint8_t* block) const { return _cvtsh_ss(load_u16(block)); }
-};
-#else
-struct F16 {
-  const float* table = get();
-  float operator()(const uint8_t* block) const { return table[load_u16(block)]; }
-  static const float* get() {
-    static const float* t = [] {
-      static float v[65536];
-      for (uint32_t h = 0; h < 65536; ++h) v[h] = f16_to_f32(uint16_t(h));
-      return v;
-    }();
-    return t;
-  }
-};
 #endif
 
-// Σ q·xq over one block as 4 partial int32 sums (exact: |Σ| ≤ 32·128·127 < 2^31). The four 8-byte
-// loads become v128.load8x8_s (pmovsxbw from memory natively).
-inline __m128i block_dot_i32(const uint8_t* block, const __m128i* x) {
-  const uint8_t* q = block + 2;
-  const __m128i a = _mm_madd_epi16(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q))), x[0]);
-  const __m128i b = _mm_madd_epi16(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 8))), x[1]);
-  const __m128i c = _mm_madd_epi16(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 16))), x[2]);
-  const __m128i d = _mm_madd_epi16(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 24))), x[3]);
-  return _mm_add_epi32(_mm_add_epi32(a, b), _mm_add_epi32(c, d));
+namespace {
+
+// ---- quantized activations (quant_scalar.h's definitions, 4 lanes at a time) -------------------
+// Round to nearest, ties to even (f32x4.nearest in wasm, roundps natively), exactly nearbyint, then
+// to int32 (exact: the values are integers, |v| ≤ 127). Rounding the product first matters: adding
+// the 1.5·2^23 constant instead would let a compiler fuse multiply and add (natively), rounding the
+// exact product rather than the f32 one llama.cpp rounds.
+inline __m128i round_i32(__m128 v) {
+  const __m128 r = _mm_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#if defined(__wasm_simd128__)
+  return wasm_i32x4_trunc_sat_f32x4(r);
+#else
+  return _mm_cvtps_epi32(r);
+#endif
 }
 
-// acc += float(s) · (d · dx), lane-wise; the lanes are summed once per row at the end.
-inline __m128 scale_add(__m128 acc, __m128i s, float scale) {
-  return _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(s), _mm_set1_ps(scale)));
+// max |x| over n floats (n % 4 == 0): |x| as integer bits (the order of non-negative floats is the
+// order of their bits).
+inline float abs_max(const float* x, int n) {
+  const __m128i abs_mask = _mm_set1_epi32(0x7fffffff);
+  __m128i m = _mm_setzero_si128();
+  for (int i = 0; i < n; i += 4) m = _mm_max_epi32(m, _mm_and_si128(_mm_castps_si128(_mm_loadu_ps(x + i)), abs_mask));
+  m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+  m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtss_f32(_mm_castsi128_ps(m));
 }
 
-inline float lanes_sum(__m128 a) {  // (a0 + a1) + (a2 + a3)
-  const __m128 t = _mm_add_ps(a, _mm_shuffle_ps(a, a, _MM_SHUFFLE(2, 3, 0, 1)));  // a0+a1, ., a2+a3, .
-  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehl_ps(t, t)));
+// xq[i] = round(x[i]·scale) for n floats (n % 8 == 0) as int16; returns Σ xq.
+inline int scale_round(const float* x, int n, float scale, int16_t* xq) {
+  const __m128 vs = _mm_set1_ps(scale);
+  __m128i sum = _mm_setzero_si128();
+  for (int i = 0; i < n; i += 8) {
+    const __m128i lo = round_i32(_mm_mul_ps(_mm_loadu_ps(x + i), vs));
+    const __m128i hi = round_i32(_mm_mul_ps(_mm_loadu_ps(x + i + 4), vs));
+    sum = _mm_add_epi32(sum, _mm_add_epi32(lo, hi));
+    _mm_store_si128(reinterpret_cast<__m128i*>(xq + i), _mm_packs_epi32(lo, hi));
+  }
+  return lanes_sum_i32(sum);
 }
 
-// Rows w[0..R) (`stride` bytes apart) · x, one block per iteration, x loads and dx shared.
-// rows_dot passes rows that are m/2 rows apart, so each row pointer walks its half of the matrix
-// as one long sequential stream. Reading adjacent rows side by side instead (2 or 4 short streams
-// that restart every row) measured 2-3× slower from DRAM on this machine (AMD EPYC, Node 20 and
-// native alike): the hardware prefetcher retrains on every restart, and wasm has no prefetch
-// instruction. Two rows per pass is the sweet spot in V8: three or four rows run out of
-// registers (measured slower); one row reloads x for every row.
-template <int R>
-void dot_rows(const uint8_t* w, size_t stride, const int16_t* xq, const float* dx, int nb, float* out) {
+}  // namespace
+
+void quantize_row(qs::Act act, const float* x, int k, int16_t* q, float* d, float* s, int16_t* bsums) {
+  if (act != qs::Act::Q8_K) {
+    // q8_0 / q8_1: per 32, d = f16(amax/127), q = round(x·127/amax), s = f16(d·Σq).
+    for (int b = 0; b < k / 32; ++b) {
+      const float amax = abs_max(x + 32 * b, 32);
+      const float db = amax / 127.f;
+      const int sum = scale_round(x + 32 * b, 32, amax != 0.f ? 127.f / amax : 0.f, q + 32 * b);
+      d[b] = f16_rounded(db);
+      if (act == qs::Act::Q8_1) s[b] = f16_rounded(db * float(sum));
+    }
+    return;
+  }
+  // q8_K: per 256, max = the first x of largest |x|, iscale = −127/max, q = round(iscale·x) (≤ 127 in
+  // magnitude by construction), d = 1/iscale, bsums = Σq per 16.
+  for (int b = 0; b < k / 256; ++b) {
+    const float* xb = x + 256 * b;
+    int16_t* qb16 = q + 256 * b;
+    const float amax = abs_max(xb, 256);
+    if (amax == 0.f) {
+      d[b] = 0.f;
+      std::memset(qb16, 0, 256 * sizeof(int16_t));
+      std::memset(bsums + 16 * b, 0, 16 * sizeof(int16_t));
+      continue;
+    }
+    int first = 0;
+    while (std::fabs(xb[first]) != amax) ++first;
+    const float iscale = -127.f / xb[first];
+    for (int j = 0; j < 16; ++j) bsums[16 * b + j] = int16_t(scale_round(xb + 16 * j, 16, iscale, qb16 + 16 * j));
+    d[b] = 1.f / iscale;
+  }
+}
+
+namespace {
+
+// ---- blocks of 32 ------------------------------------------------------------------------------
+// Each type: isum(block, x) = Σ q_w·q_x over the block as int32 lanes (exact), its scale d, and
+// for q4_1/q5_1 the min m (the term m·s_x is added per block).
+
+struct Q8_0 {
+  static constexpr int kBytes = qb::kBytesQ8_0, kD = 0, kM = -1;
+  static __m128i isum(const uint8_t* blk, const int16_t* x) {
+    const __m128i* xv = reinterpret_cast<const __m128i*>(x);
+    const uint8_t* q = blk + 2;
+    const __m128i a = _mm_madd_epi16(load8_s16(q), _mm_load_si128(xv));
+    const __m128i b = _mm_madd_epi16(load8_s16(q + 8), _mm_load_si128(xv + 1));
+    const __m128i c = _mm_madd_epi16(load8_s16(q + 16), _mm_load_si128(xv + 2));
+    const __m128i d = _mm_madd_epi16(load8_s16(q + 24), _mm_load_si128(xv + 3));
+    return _mm_add_epi32(_mm_add_epi32(a, b), _mm_add_epi32(c, d));
+  }
+};
+
+// 16 bytes of nibbles: low nibbles are elements 0..15, high nibbles 16..31.
+struct Q4_0 {
+  static constexpr int kBytes = qb::kBytesQ4_0, kD = 0, kM = -1;
+  static __m128i isum(const uint8_t* blk, const int16_t* x) {
+    const __m128i v = load16(blk + 2);
+    const __m128i lo = _mm_sub_epi8(nib_lo(v), bytes(8)), hi = _mm_sub_epi8(nib_hi(v), bytes(8));
+    return _mm_add_epi32(dot16_s8(lo, x), dot16_s8(hi, x + 16));
+  }
+};
+
+struct Q4_1 {
+  static constexpr int kBytes = qb::kBytesQ4_1, kD = 0, kM = 2;
+  static __m128i isum(const uint8_t* blk, const int16_t* x) {
+    const __m128i v = load16(blk + 4);
+    return _mm_add_epi32(dot16_u8(nib_lo(v), x), dot16_u8(nib_hi(v), x + 16));
+  }
+};
+
+// The 5th bits: bit i of the u32 qh, spread to byte i of two 16-byte vectors as 0xFF / 0x00.
+inline void qh_bytes(const uint8_t* qh4, __m128i* lo, __m128i* hi) {
+  const __m128i v = _mm_set1_epi32(int32_t(qb::u32(qh4)));
+  const __m128i sel_lo = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m128i sel_hi = _mm_setr_epi8(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m128i bit = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+  *lo = _mm_cmpeq_epi8(_mm_and_si128(lookup16(v, sel_lo), bit), bit);
+  *hi = _mm_cmpeq_epi8(_mm_and_si128(lookup16(v, sel_hi), bit), bit);
+}
+
+// q5_0: q − 16 = nibble − 16 when the 5th bit is clear, = nibble | 0xF0 as int8; nibble when set.
+struct Q5_0 {
+  static constexpr int kBytes = qb::kBytesQ5_0, kD = 0, kM = -1;
+  static __m128i isum(const uint8_t* blk, const int16_t* x) {
+    __m128i hlo, hhi;
+    qh_bytes(blk + 2, &hlo, &hhi);
+    const __m128i v = load16(blk + 6);
+    const __m128i lo = _mm_or_si128(nib_lo(v), _mm_andnot_si128(hlo, bytes(0xF0)));
+    const __m128i hi = _mm_or_si128(nib_hi(v), _mm_andnot_si128(hhi, bytes(0xF0)));
+    return _mm_add_epi32(dot16_s8(lo, x), dot16_s8(hi, x + 16));
+  }
+};
+
+struct Q5_1 {
+  static constexpr int kBytes = qb::kBytesQ5_1, kD = 0, kM = 2;
+  static __m128i isum(const uint8_t* blk, const int16_t* x) {
+    __m128i hlo, hhi;
+    qh_bytes(blk + 4, &hlo, &hhi);
+    const __m128i v = load16(blk + 8);
+    const __m128i lo = _mm_or_si128(nib_lo(v), _mm_and_si128(hlo, bytes(0x10)));
+    const __m128i hi = _mm_or_si128(nib_hi(v), _mm_and_si128(hhi, bytes(0x10)));
+    return _mm_add_epi32(dot16_u8(lo, x), dot16_u8(hi, x + 16));
+  }
+};
+
+// iq4_nl: each nibble indexes the 16-entry value table (one byte shuffle per 16 weights).
+struct IQ4_NL {
+  static constexpr int kBytes = qb::kBytesIQ4NL, kD = 0, kM = -1;
+  static __m128i isum(const uint8_t* blk, const int16_t* x) {
+    const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qb::kIQ4NL));
+    const __m128i v = load16(blk + 2);
+    return _mm_add_epi32(dot16_s8(lookup16(table, nib_lo(v)), x), dot16_s8(lookup16(table, nib_hi(v)), x + 16));
+  }
+};
+
+// Rows w[0..R) (`stride` bytes apart) · x, one block per iteration, the activation loads shared.
+template <class T, int R>
+void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* out) {
   const F16 f16;
   __m128 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm_setzero_ps();
-  const __m128i* xp = reinterpret_cast<const __m128i*>(xq);
+  float macc[R];
+  for (int r = 0; r < R; ++r) {
+    acc[r] = _mm_setzero_ps();
+    macc[r] = 0.f;
+  }
   const uint8_t* p = w;
   // Unrolling (clang's default here) makes V8 spill: keep one block per iteration.
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
 #endif
-  for (int b = 0; b < nb; ++b, xp += 4, p += kQ8BlockBytes) {
-    const __m128i x[4] = {_mm_load_si128(xp), _mm_load_si128(xp + 1), _mm_load_si128(xp + 2), _mm_load_si128(xp + 3)};
-    const float db = dx[b];
+  for (int b = 0; b < nb; ++b, p += T::kBytes) {
+    const int16_t* xb = a.q + 32 * b;
+    const float dx = a.d[b];
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = p + r * stride;
-      acc[r] = scale_add(acc[r], block_dot_i32(blk, x), f16(blk) * db);
+      acc[r] = scale_add(acc[r], T::isum(blk, xb), f16(blk + T::kD) * dx);
+      if constexpr (T::kM >= 0) macc[r] += f16(blk + T::kM) * a.s[b];
     }
   }
-  for (int r = 0; r < R; ++r) out[r] = lanes_sum(acc[r]);
+  for (int r = 0; r < R; ++r) out[r] = lanes_sum(acc[r]) + macc[r];
 }
 
-// y[j] = W[j]·x for the rows of one block of W ([rows][row_bytes]), pairing row j with row
-// j + rows/2 (see dot_rows); bias added by the caller.
-void rows_dot(const uint8_t* w, int rows, size_t row_bytes, const int16_t* xq, const float* dx, int nb, float* y) {
-  const int half = rows / 2;
-  for (int j = 0; j < half; ++j) {
-    float t[2];
-    dot_rows<2>(w + size_t(j) * row_bytes, size_t(half) * row_bytes, xq, dx, nb, t);
-    y[j] = t[0];
-    y[j + half] = t[1];
-  }
-  if (rows & 1) dot_rows<1>(w + size_t(rows - 1) * row_bytes, 0, xq, dx, nb, y + rows - 1);
-}
-#endif  // ATTNLENS_Q8_SSE
-
-// Scalar version of the same arithmetic (fallback without SSE4.1/SIMD128; ref::matvec_q8_0_qx is
-// an independent copy of it in reference.cpp).
-[[maybe_unused]] float dot_row1_scalar(const uint8_t* w, const int16_t* xq, const float* dx, int nb) {
-  float acc = 0.f;
-  for (int b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + size_t(b) * kQ8BlockBytes;
-    const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
-    int32_t s = 0;
-    for (int i = 0; i < kQ8BlockSize; ++i) s += int32_t(q[i]) * int32_t(xq[b * kQ8BlockSize + i]);
-    acc += float(s) * (block_scale(blk) * dx[b]);
-  }
-  return acc;
+template <class T>
+RowsDot pick(int R) {
+  return R == 2 ? &dot_rows<T, 2> : &dot_rows<T, 1>;
 }
 
 }  // namespace
 
-void dequantize_row_q8_0(const uint8_t* w, float* y, int k) noexcept {
-  ref::dequantize_row_q8_0(w, y, k);
-}
-
-void quantize_row_q8_0(const float* x, uint8_t* out, int k) noexcept {
-  for (int b = 0; b < k / kQ8BlockSize; ++b) {
-    const float* xb = x + b * kQ8BlockSize;
-    float amax = 0.f;
-    for (int i = 0; i < kQ8BlockSize; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    uint8_t* block = out + size_t(b) * kQ8BlockBytes;
-    uint16_t h = f32_to_f16(d);
-    std::memcpy(block, &h, 2);
-    int8_t* q = reinterpret_cast<int8_t*>(block + 2);
-    for (int i = 0; i < kQ8BlockSize; ++i) q[i] = int8_t(std::round(xb[i] * id));
+RowsDot rows_dot_32(DType t, int R) {
+  switch (t) {
+    case DType::Q8_0: return pick<Q8_0>(R);
+    case DType::Q4_0: return pick<Q4_0>(R);
+    case DType::Q4_1: return pick<Q4_1>(R);
+    case DType::Q5_0: return pick<Q5_0>(R);
+    case DType::Q5_1: return pick<Q5_1>(R);
+    case DType::IQ4_NL: return pick<IQ4_NL>(R);
+    default: return nullptr;
   }
 }
 
-void matvec_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) noexcept {
-  matmul_q8_0(x, w, bias, y, 1, k, m);
-}
+}  // namespace qsimd
 
-void matmul_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept {
-  const int nb = k / kQ8BlockSize;
-  const size_t row_bytes = size_t(nb) * kQ8BlockBytes;
-  // All n rows of x quantized once: xq [n][k] int16, then dx [n][nb] (k % 32 == 0 keeps dx aligned).
-  auto* xq = static_cast<int16_t*>(scratch::get(scratch::kActivations, size_t(n) * k * 2 + size_t(n) * nb * 4));
-  if (!xq) return ref::matmul_q8_0(x, w, bias, y, n, k, m);
-  float* dx = reinterpret_cast<float*>(xq + size_t(n) * k);
-#if ATTNLENS_Q8_SSE
-  for (int i = 0; i < n; ++i) quantize_act(x + size_t(i) * k, k, xq + size_t(i) * k, dx + size_t(i) * nb);
-  // Prefill: blocks of W rows small enough to stay in L2 (256 KiB) while every row of x passes over
-  // them; decode (n == 1) reads all of W in one pass. Widening W once and reusing it for several
-  // rows of x was measured slower in V8 (its scheduler hoists all loads and spills registers).
+namespace {
+
+// The driver. All n rows of x are quantized once into scratch ([n][k] int16 values, then the
+// scales); then W is walked in pairs of rows m/2 apart, so that each row pointer walks its half of
+// the matrix as one long sequential stream. Reading adjacent rows side by side instead (2 or 4
+// short streams that restart every row) measured 2-3× slower from DRAM on this machine (AMD EPYC,
+// Node 20 and native alike): the hardware prefetcher retrains on every restart, and wasm has no
+// prefetch instruction. Two rows per pass is the sweet spot in V8: three or four rows run out of
+// registers; one row reloads x for every row. Prefill: blocks of W rows small enough to stay in L2
+// (256 KiB) while every row of x passes over them.
+bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) {
+  const qs::Act act = qs::act_of(t);
+  const bool sb = act == qs::Act::Q8_K;
+  const qsimd::RowsDot dot2 = sb ? qsimd::rows_dot_superblock(t, 2) : qsimd::rows_dot_32(t, 2);
+  const qsimd::RowsDot dot1 = sb ? qsimd::rows_dot_superblock(t, 1) : qsimd::rows_dot_32(t, 1);
+  if (!dot2 || !dot1) return false;
+  const int nb = k / qs::act_block(act);
+  // Per row of x: q [k] int16, d [nb], s [nb] floats, bsums [k/16] int16 (k % 32 == 0 keeps every
+  // part 16-byte aligned when the row start is).
+  const size_t row_stride = size_t(k) * 2 + size_t(nb) * 8 + size_t(k / 16) * 2;
+  const size_t stride16 = (row_stride + 15) / 16 * 16;
+  auto* buf = static_cast<uint8_t*>(scratch::get(scratch::kActivations, size_t(n) * stride16));
+  if (!buf) return false;
+  auto row_of = [&](int i) {
+    uint8_t* p = buf + size_t(i) * stride16;
+    auto* q = reinterpret_cast<int16_t*>(p);
+    auto* d = reinterpret_cast<float*>(p + size_t(k) * 2);
+    return qsimd::ActRow{q, d, d + nb, reinterpret_cast<int16_t*>(d + 2 * nb)};
+  };
+  for (int i = 0; i < n; ++i) {
+    const qsimd::ActRow r = row_of(i);
+    qsimd::quantize_row(act, x + size_t(i) * k, k, const_cast<int16_t*>(r.q), const_cast<float*>(r.d),
+                        const_cast<float*>(r.s), const_cast<int16_t*>(r.bsums));
+  }
+  const size_t row_bytes = qb::row_bytes(t, k);
   const int block = n == 1 ? m : std::max(2, int((256 << 10) / row_bytes));
   for (int j0 = 0; j0 < m; j0 += block) {
     const int rows = std::min(block, m - j0);
+    const uint8_t* wb = w + size_t(j0) * row_bytes;
+    const int half = rows / 2;
     for (int i = 0; i < n; ++i) {
+      const qsimd::ActRow a = row_of(i);
       float* yi = y + size_t(i) * m + j0;
-      rows_dot(w + size_t(j0) * row_bytes, rows, row_bytes, xq + size_t(i) * k, dx + size_t(i) * nb, nb, yi);
+      for (int j = 0; j < half; ++j) {
+        float t2[2];
+        dot2(wb + size_t(j) * row_bytes, size_t(half) * row_bytes, a, nb, t2);
+        yi[j] = t2[0];
+        yi[j + half] = t2[1];
+      }
+      if (rows & 1) dot1(wb + size_t(rows - 1) * row_bytes, 0, a, nb, yi + rows - 1);
       if (bias)
         for (int j = 0; j < rows; ++j) yi[j] += bias[j0 + j];
     }
   }
-#else
-  for (int i = 0; i < n; ++i) {
-    quantize_act_scalar(x + size_t(i) * k, k, xq, dx);
-    for (int j = 0; j < m; ++j)
-      y[size_t(i) * m + j] = dot_row1_scalar(w + size_t(j) * row_bytes, xq, dx, nb) + (bias ? bias[j] : 0.f);
-  }
-#endif
+  return true;
 }
+
+}  // namespace
+#endif  // ATTNLENS_QUANT_SIMD
+
+namespace {
+
+// Any block type, scalar (quant_scalar.h's arithmetic on int8 activations in scratch memory): the
+// path of builds without SSE4.1/SIMD128.
+[[maybe_unused]] bool matmul_q_scalar(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n,
+                                      int k, int m) {
+  const qs::Act act = qs::act_of(t);
+  const int nb = k / qs::act_block(act);
+  // q [k] int8, then d [nb], s [nb] floats, bsums [k/16] int16 (offsets kept 4-byte aligned).
+  const size_t qbytes = (size_t(k) + 3) / 4 * 4;
+  auto* buf = static_cast<uint8_t*>(scratch::get(scratch::kActivations, qbytes + size_t(nb) * 8 + size_t(k / 16) * 2));
+  if (!buf) return false;
+  auto* q = reinterpret_cast<int8_t*>(buf);
+  auto* d = reinterpret_cast<float*>(buf + qbytes);
+  float* s = d + nb;
+  auto* bsums = reinterpret_cast<int16_t*>(s + nb);
+  const size_t row_bytes = qb::row_bytes(t, k);
+  for (int i = 0; i < n; ++i) {
+    const float* xi = x + size_t(i) * k;
+    if (act == qs::Act::Q8_K) qs::quantize_q8_K(xi, k, q, d, bsums);
+    else qs::quantize_q8_0(xi, k, q, d, act == qs::Act::Q8_1 ? s : nullptr);
+    const qs::ActRow a{q, d, s, bsums};
+    for (int j = 0; j < m; ++j)
+      y[size_t(i) * m + j] = float(qs::dot_row(t, w + row_bytes * size_t(j), a, k)) + (bias ? bias[j] : 0.f);
+  }
+  return true;
+}
+
+}  // namespace
+
+void matmul_q(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept {
+#if ATTNLENS_QUANT_SIMD
+  if (matmul_q_simd(t, x, w, bias, y, n, k, m)) return;
+#else
+  if (matmul_q_scalar(t, x, w, bias, y, n, k, m)) return;
+#endif
+  ref::matmul_q(t, x, w, bias, y, n, k, m);
+}
+
+void dequantize_row(DType t, const uint8_t* w, float* y, int k) noexcept { ref::dequantize_row(t, w, y, k); }
 
 }  // namespace attnlens::kernels

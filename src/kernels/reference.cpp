@@ -23,67 +23,6 @@ void matmul(const float* x, const float* w, const float* bias, float* y, int n, 
   for (int i = 0; i < n; ++i) matvec(x + size_t(i) * k, w, bias, y + size_t(i) * m, k, m);
 }
 
-void dequantize_row_q8_0(const uint8_t* w, float* y, int k) noexcept {
-  for (int b = 0; b < k / kQ8BlockSize; ++b) {
-    const uint8_t* block = w + size_t(b) * kQ8BlockBytes;
-    uint16_t h;
-    std::memcpy(&h, block, 2);
-    float d = f16_to_f32(h);
-    const int8_t* q = reinterpret_cast<const int8_t*>(block + 2);
-    for (int i = 0; i < kQ8BlockSize; ++i) y[b * kQ8BlockSize + i] = d * float(q[i]);
-  }
-}
-
-void matvec_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) noexcept {
-  const size_t row_bytes = size_t(k / kQ8BlockSize) * kQ8BlockBytes;
-  for (int j = 0; j < m; ++j) {
-    const uint8_t* row = w + j * row_bytes;
-    double s = 0;
-    for (int b = 0; b < k / kQ8BlockSize; ++b) {
-      const uint8_t* block = row + size_t(b) * kQ8BlockBytes;
-      uint16_t h;
-      std::memcpy(&h, block, 2);
-      const int8_t* q = reinterpret_cast<const int8_t*>(block + 2);
-      double blk = 0;
-      for (int i = 0; i < kQ8BlockSize; ++i) blk += double(q[i]) * double(x[b * kQ8BlockSize + i]);
-      s += blk * double(f16_to_f32(h));
-    }
-    y[j] = float(s) + (bias ? bias[j] : 0.f);
-  }
-}
-
-void matmul_q8_0(const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept {
-  for (int i = 0; i < n; ++i) matvec_q8_0(x + size_t(i) * k, w, bias, y + size_t(i) * m, k, m);
-}
-
-void matvec_q8_0_qx(const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) noexcept {
-  const int nb = k / kQ8BlockSize;
-  // x → per-block int8: dx = amax/127, xq = nearest-even(x / dx) (computed as x · (1/dx)).
-  std::vector<int32_t> xq(k);
-  std::vector<float> dx(nb);
-  for (int b = 0; b < nb; ++b) {
-    float amax = 0.f;
-    for (int i = 0; i < kQ8BlockSize; ++i) amax = std::fmax(amax, std::fabs(x[b * kQ8BlockSize + i]));
-    dx[b] = amax / 127.f;
-    const float id = dx[b] != 0.f ? 1.f / dx[b] : 0.f;
-    for (int i = 0; i < kQ8BlockSize; ++i) xq[b * kQ8BlockSize + i] = int32_t(std::nearbyint(x[b * kQ8BlockSize + i] * id));
-  }
-  const size_t row_bytes = size_t(nb) * kQ8BlockBytes;
-  for (int j = 0; j < m; ++j) {
-    float acc = 0.f;
-    for (int b = 0; b < nb; ++b) {
-      const uint8_t* block = w + j * row_bytes + size_t(b) * kQ8BlockBytes;
-      uint16_t h;
-      std::memcpy(&h, block, 2);
-      const int8_t* q = reinterpret_cast<const int8_t*>(block + 2);
-      int32_t s = 0;  // exact: |s| <= 32 * 128 * 127
-      for (int i = 0; i < kQ8BlockSize; ++i) s += int32_t(q[i]) * xq[b * kQ8BlockSize + i];
-      acc += float(s) * (f16_to_f32(h) * dx[b]);
-    }
-    y[j] = acc + (bias ? bias[j] : 0.f);
-  }
-}
-
 void softmax(float* x, int n) noexcept {
   if (n <= 0) return;
   float mx = x[0];

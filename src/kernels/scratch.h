@@ -7,7 +7,7 @@
 
 namespace attnlens::kernels::scratch {
 
-enum Slot { kPanel = 0, kPackedX = 1, kActivations = 2, kSlots = 3 };
+enum Slot { kPanel = 0, kPackedX = 1, kActivations = 2, kWidened = 3, kSlots = 4 };
 
 inline void* get(Slot slot, size_t bytes) noexcept {
   struct Buf {

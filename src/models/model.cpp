@@ -45,6 +45,9 @@ ModelInfo make_info(const std::string& architecture, ModelKind kind, const Shape
   info.weight_bytes = w.bytes_read();
   info.weight_dtype = w.matrix_dtype();
   info.owned_bytes = w.owned_bytes();
+  for (const auto& [t, tot] : w.matrix_types()) info.weight_types.push_back({dtype_name(t), tot.tensors, tot.params, tot.bytes});
+  std::stable_sort(info.weight_types.begin(), info.weight_types.end(),
+                   [](const ModelInfo::TypeTotals& a, const ModelInfo::TypeTotals& b) { return a.bytes > b.bytes; });
   return info;
 }
 

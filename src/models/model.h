@@ -41,11 +41,18 @@ struct ModelInfo {
   int source_vocab_size = 0;  // encoder–decoder: ids the encoder takes (== vocab_size unless separate vocabularies)
   int context_length = 0;
   std::string positions;      // "rope", "learned", "sinusoidal"
-  std::string weight_dtype;   // "f32", "q8_0", "mixed"
+  std::string weight_dtype;   // "f32", "q8_0", "q4_K", … or "mixed (q4_K, q6_K, …)" (largest first)
   size_t weight_bytes = 0;    // bytes of weights the kernels read
-  // Bytes the model owns beside the files' bytes: converted weight copies (f16/bf16 widened,
-  // transposes, q8_0 quantized at load) and precomputed tables (RoPE angles).
+  // Bytes the model owns beside the files' bytes: converted weight copies (unaligned f32 copies,
+  // transposes, matrices quantized at load) and precomputed tables (RoPE angles).
   size_t owned_bytes = 0;
+  struct TypeTotals {
+    std::string dtype;        // "q4_K"
+    int tensors = 0;          // matrices and embedding tables of that type
+    int64_t params = 0;
+    size_t bytes = 0;
+  };
+  std::vector<TypeTotals> weight_types;  // per element type, largest bytes first
 };
 
 class Weights;

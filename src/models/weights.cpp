@@ -1,52 +1,74 @@
 #include "models/weights.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "kernels/kernels.h"
 
 namespace attnlens::models {
 
-float* Weights::own(size_t floats) {
+WeightFormat parse_weight_format(const std::string& s) {
+  if (s.empty() || s == "none") return WeightFormat::AsStored;
+  if (s == "q8_0") return WeightFormat::Q8_0;
+  if (s == "q4_0") return WeightFormat::Q4_0;
+  if (s == "q4_k" || s == "q4_K") return WeightFormat::Q4_K;
+  fail("quantize must be \"none\", \"q8_0\", \"q4_0\" or \"q4_k\", got \"", s, "\"");
+}
+
+const char* weight_format_name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::AsStored: return "none";
+    case WeightFormat::Q8_0: return "q8_0";
+    case WeightFormat::Q4_0: return "q4_0";
+    case WeightFormat::Q4_K: return "q4_k";
+  }
+  return "?";
+}
+
+namespace {
+
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+std::string where(const TensorMap& tensors) { return tensors.context.empty() ? "" : tensors.context + ": "; }
+
+}  // namespace
+
+float* Weights::own_floats(size_t floats) {
   storage_.f32.push_back(alloc_floats(floats));
   storage_.bytes += floats * sizeof(float);
   return storage_.f32.back().get();
 }
 
-// Every weight the model reads as f32 (in place or converted) is checked once, at load: a NaN or an
-// infinity in a file is an error naming the tensor, never a model that computes NaN later.
+uint8_t* Weights::own_bytes(size_t bytes) {
+  storage_.bytes8.emplace_back(bytes);
+  storage_.bytes += bytes;
+  return storage_.bytes8.back().data();
+}
+
+// Every weight the model reads (in place, converted or quantized at load) is checked once, at load, in
+// its stored type: a NaN or an infinity in a file is an error naming the tensor, never a model that
+// computes NaN later. (Checked before widening: f16 is widened by bit tricks that would turn an
+// infinity into a finite number, see kernels/half.h.)
 const float* Weights::as_f32(const TensorView& t) {
-  const float* f = to_f32(t);
-  const size_t n = size_t(t.numel());
-  const size_t bad = kernels::first_nonfinite(f, n);
-  if (bad != n)
-    fail(tensors_.context, tensors_.context.empty() ? "" : ": ", "tensor ", t.name, " holds ",
-         std::isnan(f[bad]) ? "NaN" : "an infinity", " at element ", bad, " of ", n, " (a weight must be a finite number)");
-  return f;
+  check_finite(t.name, t.dtype, t.data, size_t(t.numel()));
+  return to_f32(t);
 }
 
 const float* Weights::to_f32(const TensorView& t) {
   const size_t n = size_t(t.numel());
   if (t.dtype == DType::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0)
     return reinterpret_cast<const float*>(t.data);
-  float* out = own(n);
-  switch (t.dtype) {
-    case DType::F32: std::memcpy(out, t.data, n * sizeof(float)); break;
-    case DType::F16:
-    case DType::BF16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, t.data + 2 * i, 2);
-        out[i] = t.dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
-      }
-      break;
-    case DType::Q8_0: {
-      const int64_t cols = t.dim(-1);
-      for (int64_t r = 0; r < int64_t(n) / cols; ++r)
-        kernels::dequantize_row_q8_0(t.data + size_t(r) * dtype_bytes(DType::Q8_0, cols), out + r * cols, int(cols));
-      break;
-    }
+  float* out = own_floats(n);
+  if (dtype_is_block(t.dtype)) {  // a quantized vector (ggml quantizes matrices only; read anyway)
+    const int64_t cols = t.dim(-1);
+    for (int64_t r = 0; r < int64_t(n) / cols; ++r)
+      kernels::dequantize_row(t.dtype, t.data + size_t(r) * dtype_bytes(t.dtype, size_t(cols)), out + r * cols,
+                              int(cols));
+  } else {
+    kernels::dequantize_row(t.dtype, t.data, out, int(n));
   }
   return out;
 }
@@ -54,46 +76,112 @@ const float* Weights::to_f32(const TensorView& t) {
 const float* Weights::vector(const std::string& name, int64_t n) {
   const TensorView& t = tensors_.get(name);
   used_.insert(name);
-  AL_CHECK(t.numel() == n && (t.shape.size() == 1 || (t.shape.size() == 2 && t.shape[0] == 1)), tensors_.context,
-           tensors_.context.empty() ? "" : ": ", "tensor ", name, " has shape ", t.shape_str(), ", expected [", n, "]");
+  AL_CHECK(t.numel() == n && (t.shape.size() == 1 || (t.shape.size() == 2 && t.shape[0] == 1)), where(tensors_),
+           "tensor ", name, " has shape ", t.shape_str(), ", expected [", n, "]");
   count(n, size_t(n) * sizeof(float));
   return as_f32(t);
 }
 
-nn::Matrix Weights::quantized_or_f32(const std::string& name, const float* f, int64_t rows, int64_t cols) {
-  if (format_ != WeightFormat::Q8_0 || cols % kQ8BlockSize != 0) return nn::Matrix{DType::F32, int(rows), int(cols), f};
-  auto it = quantized_.find(name);
-  if (it != quantized_.end()) return it->second;
-  const size_t row_bytes = dtype_bytes(DType::Q8_0, size_t(cols));
-  storage_.q8.emplace_back(row_bytes * size_t(rows));
-  uint8_t* q = storage_.q8.back().data();
-  for (int64_t r = 0; r < rows; ++r) kernels::quantize_row_q8_0(f + r * cols, q + r * row_bytes, int(cols));
-  storage_.bytes += storage_.q8.back().size();
-  return quantized_[name] = nn::Matrix{DType::Q8_0, int(rows), int(cols), q};
+void Weights::check_finite(const std::string& name, DType t, const uint8_t* data, size_t count) const {
+  const int64_t i = kernels::first_non_finite(t, data, count);
+  if (i < 0) return;
+  if (dtype_is_block(t))
+    fail(where(tensors_), "tensor ", name, " (", dtype_name(t), ") has a NaN or infinite scale in the block at element ",
+         i, " of ", count, " (a weight must be a finite number)");
+  float v = 0.f;  // the element itself, widened exactly (NaN stays NaN, ±inf stays ±inf)
+  if (t == DType::F32) {
+    std::memcpy(&v, data + 4 * size_t(i), 4);
+  } else {
+    uint16_t h;
+    std::memcpy(&h, data + 2 * size_t(i), 2);
+    v = (t == DType::F16 ? (h & 0x03FF) : (h & 0x007F)) ? NAN : INFINITY;
+  }
+  fail(where(tensors_), "tensor ", name, " holds ", std::isnan(v) ? "NaN" : "an infinity", " at element ", i, " of ",
+       count, " (a weight must be a finite number)");
+}
+
+DType Weights::target_type(DType stored, int64_t cols) const {
+  if (!is_float(stored)) return stored;  // already quantized: kept as the file has it
+  switch (format_) {
+    case WeightFormat::AsStored: return stored;
+    case WeightFormat::Q8_0: return cols % 32 == 0 ? DType::Q8_0 : stored;
+    case WeightFormat::Q4_0: return cols % 32 == 0 ? DType::Q4_0 : stored;
+    case WeightFormat::Q4_K: return cols % 256 == 0 ? DType::Q4_K : cols % 32 == 0 ? DType::Q5_0 : stored;
+  }
+  return stored;
+}
+
+// `data` holds rows × cols elements of `stored`, row-major (the file's bytes or a transposed copy).
+nn::Matrix Weights::prepare(const std::string& key, const TensorView& t, const uint8_t* data, DType stored,
+                            int64_t rows, int64_t cols) {
+  auto it = prepared_.find(key);
+  if (it != prepared_.end()) return it->second;
+  const std::string what = where(tensors_) + "tensor " + t.name;
+  const size_t count = limits::checked_bytes(what.c_str(), {uint64_t(rows), uint64_t(cols)});  // elements
+  const DType target = target_type(stored, cols);
+  nn::Matrix m{target, int(rows), int(cols), data};
+  check_finite(t.name, stored, data, count);
+  if (target == stored) {
+    if (stored == DType::F32 && reinterpret_cast<uintptr_t>(data) % alignof(float) != 0) {
+      float* copy = own_floats(count);
+      std::memcpy(copy, data, count * sizeof(float));
+      m.data = copy;
+    }
+  } else {
+    // Quantize at load, one row at a time from f32 (widened first when f16/bf16).
+    const size_t in_row = size_t(cols) * (stored == DType::F32 ? 4 : 2);
+    const size_t out_row = dtype_bytes(target, size_t(cols));
+    uint8_t* out = own_bytes(limits::checked_bytes(what.c_str(), {out_row, uint64_t(rows)}));
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      kernels::dequantize_row(stored, data + in_row * size_t(r), row.data(), int(cols));
+      kernels::quantize_row(target, row.data(), out + out_row * size_t(r), int(cols));
+    }
+    m.data = out;
+  }
+  DTypeTotals& tt = types_[target];
+  tt.tensors += 1;
+  tt.params += rows * cols;
+  tt.bytes += m.bytes();
+  return prepared_[key] = m;
 }
 
 nn::Matrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols, bool tied) {
   const TensorView& t = tensors_.get(name, {rows, cols});
   used_.insert(name);
-  nn::Matrix m = t.dtype == DType::Q8_0 ? nn::Matrix{DType::Q8_0, int(rows), int(cols), t.data}
-                                        : quantized_or_f32(name, as_f32(t), rows, cols);
+  const nn::Matrix m = prepare(name, t, t.data, t.dtype, rows, cols);
   count(tied ? 0 : rows * cols, m.bytes());
-  count_matrix(m.dtype);
   return m;
 }
 
 nn::Matrix Weights::matrix_transposed(const std::string& name, int64_t rows, int64_t cols) {
   const TensorView& t = tensors_.get(name, {cols, rows});
   used_.insert(name);
-  AL_CHECK(t.dtype != DType::Q8_0, tensors_.context, ": tensor ", name, " is q8_0 but stored transposed [in, out]; ",
-           "q8_0 blocks must run along the input dimension");
-  const float* src = as_f32(t);  // [cols, rows]
-  float* dst = own(size_t(rows) * cols);
-  for (int64_t i = 0; i < cols; ++i)
-    for (int64_t j = 0; j < rows; ++j) dst[j * cols + i] = src[i * rows + j];
-  nn::Matrix m = quantized_or_f32(name + ".T", dst, rows, cols);
+  AL_CHECK(is_float(t.dtype), where(tensors_), "tensor ", name, " is ", dtype_name(t.dtype),
+           " but stored transposed [in, out]; quantized blocks must run along the input dimension");
+  const std::string key = name + ".T";
+  if (!prepared_.count(key)) {
+    // src [cols, rows] → [rows, cols], in the stored element type.
+    const size_t es = t.dtype == DType::F32 ? 4 : 2;
+    limits::checked_bytes((where(tensors_) + "tensor " + name).c_str(), {uint64_t(rows), uint64_t(cols), es});
+    uint8_t* dst = es == 4 ? reinterpret_cast<uint8_t*>(own_floats(size_t(rows) * size_t(cols)))
+                           : own_bytes(size_t(rows) * size_t(cols) * 2);
+    for (int64_t i = 0; i < cols; ++i)
+      for (int64_t j = 0; j < rows; ++j) std::memcpy(dst + (size_t(j) * cols + i) * es, t.data + (size_t(i) * rows + j) * es, es);
+    const nn::Matrix m = prepare(key, t, dst, t.dtype, rows, cols);
+    if (m.data != dst) {  // quantized from the copy: the copy is not needed any more
+      if (es == 4) {
+        storage_.f32.pop_back();
+        storage_.bytes -= size_t(rows) * size_t(cols) * 4;
+      } else {
+        // bytes8 holds [..., copy, quantized]: drop the copy, keep the quantized bytes.
+        storage_.bytes -= storage_.bytes8[storage_.bytes8.size() - 2].size();
+        storage_.bytes8.erase(storage_.bytes8.end() - 2);
+      }
+    }
+  }
+  const nn::Matrix m = prepared_.at(key);
   count(rows * cols, m.bytes());
-  count_matrix(m.dtype);
   return m;
 }
 
@@ -102,8 +190,7 @@ nn::Matrix Weights::table(const std::string& name, int64_t rows, int64_t cols) {
   used_.insert(name);
   // Only the looked-up rows are read: count the parameters, not the bytes.
   count(rows * cols, 0);
-  if (t.dtype == DType::Q8_0) return nn::Matrix{DType::Q8_0, int(rows), int(cols), t.data};
-  return quantized_or_f32(name, as_f32(t), rows, cols);
+  return prepare(name, t, t.data, t.dtype, rows, cols);
 }
 
 const float* Weights::f32_table(const std::string& name, int64_t rows, int64_t cols) {
@@ -131,7 +218,7 @@ nn::Norm Weights::rms_norm(const std::string& weight, int dim, float eps) {
 nn::Norm Weights::rms_norm(const std::string& weight, int dim, float eps, float offset) {
   nn::Norm n = rms_norm(weight, dim, eps);
   if (offset == 0.f) return n;
-  float* g = own(size_t(dim));
+  float* g = own_floats(size_t(dim));
   for (int i = 0; i < dim; ++i) g[i] = offset + n.gamma[i];
   n.gamma = g;
   return n;
@@ -141,24 +228,36 @@ nn::Matrix Weights::matrix_rows(const std::string& name, int64_t rows, int64_t c
                                 const std::function<int64_t(int64_t)>& src_row) {
   const TensorView& t = tensors_.get(name, {rows, cols});
   used_.insert(name);
-  AL_CHECK(t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16, tensors_.context, ": tensor ",
-           name, " has type ", dtype_name(t.dtype), "; its rows must be reordered at load, which needs f32, f16 or bf16");
-  const float* src = as_f32(t);
-  float* dst = own(size_t(rows) * cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t s = src_row(r);
-    AL_CHECK(s >= 0 && s < rows, "row map of ", name, " is out of range");
-    std::memcpy(dst + r * cols, src + s * cols, sizeof(float) * size_t(cols));
+  const std::string key = name + ".reordered";
+  if (!prepared_.count(key)) {
+    const size_t rb = dtype_bytes(t.dtype, size_t(cols));
+    limits::checked_bytes((where(tensors_) + "tensor " + name).c_str(), {rb, uint64_t(rows)});
+    uint8_t* dst = t.dtype == DType::F32 ? reinterpret_cast<uint8_t*>(own_floats(size_t(rows) * size_t(cols)))
+                                         : own_bytes(rb * size_t(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t s = src_row(r);
+      AL_CHECK(s >= 0 && s < rows, "row map of ", name, " is out of range");
+      std::memcpy(dst + rb * size_t(r), t.data + rb * size_t(s), rb);
+    }
+    const nn::Matrix m = prepare(key, t, dst, t.dtype, rows, cols);
+    if (m.data != dst) {  // quantized from the copy: drop the copy
+      if (t.dtype == DType::F32) {
+        storage_.f32.pop_back();
+        storage_.bytes -= rb * size_t(rows);
+      } else {
+        storage_.bytes -= storage_.bytes8[storage_.bytes8.size() - 2].size();
+        storage_.bytes8.erase(storage_.bytes8.end() - 2);
+      }
+    }
   }
-  nn::Matrix m = quantized_or_f32(name + ".reordered", dst, rows, cols);
+  const nn::Matrix m = prepared_.at(key);
   count(rows * cols, m.bytes());
-  count_matrix(m.dtype);
   return m;
 }
 
 const float* Weights::vector_rows(const std::string& name, int64_t n, const std::function<int64_t(int64_t)>& src) {
   const float* v = vector(name, n);
-  float* dst = own(size_t(n));
+  float* dst = own_floats(size_t(n));
   for (int64_t i = 0; i < n; ++i) {
     const int64_t s = src(i);
     AL_CHECK(s >= 0 && s < n, "element map of ", name, " is out of range");
@@ -186,8 +285,14 @@ std::vector<std::string> Weights::unused() const {
 }
 
 std::string Weights::matrix_dtype() const {
-  if (q8_matrices_ && f32_matrices_) return "mixed";
-  return q8_matrices_ ? "q8_0" : "f32";
+  if (types_.empty()) return "none";
+  if (types_.size() == 1) return dtype_name(types_.begin()->first);
+  std::vector<std::pair<size_t, DType>> by_bytes;
+  for (const auto& [t, tot] : types_) by_bytes.push_back({tot.bytes, t});
+  std::sort(by_bytes.begin(), by_bytes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string s = "mixed (";
+  for (size_t i = 0; i < by_bytes.size(); ++i) s += (i ? ", " : "") + std::string(dtype_name(by_bytes[i].second));
+  return s + ")";
 }
 
 }  // namespace attnlens::models

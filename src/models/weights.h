@@ -1,7 +1,10 @@
-// Turns a file's TensorViews into what the nn layer reads: f32 vectors and f32 / q8_0 matrices.
-// Views are used as they are when possible (f32 and q8_0 tensors, suitably aligned); f16 and bf16
-// tensors are widened to f32 once, at load, into buffers this object owns; Conv1D weights (GPT-2's
-// [in, out]) are transposed once. On request, f32 matrices are quantized to q8_0 at load.
+// Turns a file's TensorViews into what the nn layer reads: f32 vectors and matrices of any DType.
+// Matrices are used as stored (f32, f16, bf16 and every GGML block format: views into the file,
+// decoded inside the kernels), except that an unaligned f32 tensor is copied, a Conv1D weight
+// (GPT-2's [in, out]) is transposed once into a copy of the same type, and, on request, f32/f16/bf16
+// matrices are quantized at load. Vectors (norms, biases) are widened to f32.
+// Non-finite weights are errors naming the tensor wherever the engine would otherwise not see them
+// as NaN at run time: before quantizing, in f16/bf16 matrices, in the scales of block formats.
 #pragma once
 #include <functional>
 #include <map>
@@ -16,14 +19,27 @@
 namespace attnlens::models {
 
 enum class WeightFormat {
-  AsStored,  // keep f32 / q8_0 as in the file (f16/bf16 → f32)
-  Q8_0,      // quantize matrices whose input size is a multiple of 32 to q8_0 at load
+  AsStored,  // every tensor as the file stores it (f16/bf16/quantized stay so)
+  Q8_0,      // quantize f32/f16/bf16 matrices whose input size is a multiple of 32 to q8_0 at load
+  Q4_0,      // … to q4_0
+  Q4_K,      // … to q4_K when the input size is a multiple of 256, else q5_0 (llama.cpp's fallback)
 };
+
+// "none", "q8_0", "q4_0", "q4_k" ↔ WeightFormat; parse throws attnlens::Error listing the choices.
+WeightFormat parse_weight_format(const std::string& s);
+const char* weight_format_name(WeightFormat f);
 
 // The converted copies a model keeps for its lifetime.
 struct WeightStorage {
   std::vector<FloatBuffer> f32;
-  std::vector<std::vector<uint8_t>> q8;
+  std::vector<std::vector<uint8_t>> bytes8;  // quantized or transposed f16/bf16 copies
+  size_t bytes = 0;
+};
+
+// Per element type of the matrices handed out: how many, their parameters and bytes.
+struct DTypeTotals {
+  int tensors = 0;
+  int64_t params = 0;
   size_t bytes = 0;
 };
 
@@ -34,14 +50,13 @@ class Weights {
   bool has(const std::string& name) const { return tensors_.has(name); }
   // A vector [n] as f32.
   const float* vector(const std::string& name, int64_t n);
-  // A matrix [rows, cols] (stored that way) for linear layers (f32 or q8_0 per WeightFormat).
-  // tied: the tensor is also used elsewhere (a tied output projection): its parameters are not
-  // counted again.
+  // A matrix [rows, cols] (stored that way) for linear layers, as stored or quantized per
+  // WeightFormat. tied: the tensor is also used elsewhere (a tied output projection): its
+  // parameters are not counted again.
   nn::Matrix matrix(const std::string& name, int64_t rows, int64_t cols, bool tied = false);
   // A matrix stored transposed, [cols, rows] (HF Conv1D: [in, out]), returned as [rows, cols].
   nn::Matrix matrix_transposed(const std::string& name, int64_t rows, int64_t cols);
-  // An embedding table [rows, cols] (rows are looked up one by one): as stored when f32 or q8_0,
-  // quantized like the matrices under WeightFormat::Q8_0.
+  // An embedding table [rows, cols] (rows are looked up one by one), as matrix() treats it.
   nn::Matrix table(const std::string& name, int64_t rows, int64_t cols);
   // A small table [rows, cols] read whole as f32, never quantized (T5's relative attention bias).
   const float* f32_table(const std::string& name, int64_t rows, int64_t cols);
@@ -53,8 +68,8 @@ class Weights {
   // once, at load, into a copy.
   nn::Norm rms_norm(const std::string& weight, int dim, float eps, float offset);
   // A matrix [rows, cols] whose row r is row src_row(r) of the stored [rows, cols] tensor (a
-  // reordered f32 copy; HF GPT-NeoX's per-head [q k v] rows put in [Q; K; V] order), and the same
-  // for a vector.
+  // reordered copy in the stored type, rows are whole blocks in every type; HF GPT-NeoX's per-head
+  // [q k v] rows put in [Q; K; V] order), and the same for a vector.
   nn::Matrix matrix_rows(const std::string& name, int64_t rows, int64_t cols,
                          const std::function<int64_t(int64_t)>& src_row);
   const float* vector_rows(const std::string& name, int64_t n, const std::function<int64_t(int64_t)>& src);
@@ -73,17 +88,23 @@ class Weights {
   size_t bytes_read() const { return bytes_read_; }
   // Bytes of the converted copies made so far (they stay with the model).
   size_t owned_bytes() const { return storage_.bytes; }
-  // "f32", "q8_0" or "mixed": the types of the matrices handed out for linear layers.
+  // The element types of the matrices (and tables) handed out: "f32", "q4_K", … when there is one;
+  // else the types by bytes, largest first: "mixed (q4_K, q6_K, q8_0, f32)".
   std::string matrix_dtype() const;
+  const std::map<DType, DTypeTotals>& matrix_types() const { return types_; }
   // The converted copies; the model keeps them, the Weights object (and its TensorMap) can go.
   WeightStorage release() { return std::move(storage_); }
 
  private:
   const float* as_f32(const TensorView& t);  // to_f32, checked: every value finite
   const float* to_f32(const TensorView& t);  // a view when f32 and aligned, else a converted copy
-  float* own(size_t floats);
-  nn::Matrix quantized_or_f32(const std::string& name, const float* f, int64_t rows, int64_t cols);
-  void count_matrix(DType t) { (t == DType::Q8_0 ? q8_matrices_ : f32_matrices_)++; }
+  float* own_floats(size_t floats);
+  uint8_t* own_bytes(size_t bytes);
+  DType target_type(DType stored, int64_t cols) const;  // the type matrix() hands out
+  nn::Matrix prepare(const std::string& key, const TensorView& t, const uint8_t* data, DType stored, int64_t rows,
+                     int64_t cols);
+  void check_finite(const std::string& name, DType t, const uint8_t* data, size_t count) const;
+  void count_matrix(const nn::Matrix& m, int64_t params, bool counted_before);
   void count(int64_t params, size_t bytes) {
     params_ += params;
     bytes_read_ += bytes;
@@ -91,10 +112,10 @@ class Weights {
   const TensorMap& tensors_;
   WeightFormat format_;
   WeightStorage storage_;
-  std::map<std::string, nn::Matrix> quantized_;  // by tensor name: a tied tensor is quantized once
+  std::map<std::string, nn::Matrix> prepared_;  // by tensor name: a tied tensor is prepared once
   std::set<std::string> used_;                   // tensors read so far
+  std::map<DType, DTypeTotals> types_;
   int64_t params_ = 0;
-  int q8_matrices_ = 0, f32_matrices_ = 0;
   size_t bytes_read_ = 0;
 };
 

@@ -1,5 +1,6 @@
 // Linear layers and embedding tables over weights in checkpoint layout (W [out, in], row-major),
-// f32 or q8_0. The weights are views: they live in the loaded file or in a model's own buffers.
+// in any DType: f32, f16, bf16 or a GGML block format (q8_0, q4_0, q4_K, …; blocks run along the
+// input dimension). The weights are views: they live in the loaded file or in a model's own buffers.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -10,7 +11,7 @@ namespace attnlens::nn {
 
 // A weight matrix [rows, cols] as the kernels read it.
 struct Matrix {
-  DType dtype = DType::F32;  // F32 or Q8_0
+  DType dtype = DType::F32;  // any DType; block formats need cols % dtype_block_elems == 0
   int rows = 0, cols = 0;
   const void* data = nullptr;
 
@@ -18,7 +19,8 @@ struct Matrix {
   size_t bytes() const { return dtype_bytes(dtype, size_t(rows) * cols); }
 };
 
-// Rows [first, first + count) of m, as a matrix of its own (a view; works for q8_0 too).
+// Rows [first, first + count) of m, as a matrix of its own (a view: rows are whole blocks in every
+// DType, so a row block of a quantized matrix is a valid quantized matrix).
 Matrix row_block(const Matrix& m, int first, int count);
 
 // y = x·Wᵀ + b with W [out, in].
@@ -33,7 +35,7 @@ struct Linear {
 // y[n, out] = x[n, in] · Wᵀ + b: matmul for prefill, matvec for a single token.
 void linear(const Linear& l, const float* x, int n, float* y);
 
-// Copies row `index` of an embedding table [rows, cols] into out[cols] (dequantizing q8_0).
+// Copies row `index` of an embedding table [rows, cols] into out[cols] (widened / dequantized).
 void embedding_row(const Matrix& table, int index, float* out);
 
 // Throws attnlens::Error unless l is [out, in]; `what` names the layer in the message.

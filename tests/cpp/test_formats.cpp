@@ -684,12 +684,17 @@ TEST_CASE("gguf: corrupted header fields give precise errors", "[formats][gguf][
     s.tensors[0].ne = {3, 2};
     s.tensors[0].name = "blk.0.attn_q.weight";
     s.tensors[0].type = 12;
-    CHECK(gguf_error(s) == "x.gguf: tensor blk.0.attn_q.weight has type q4_K (12), supported: f32, f16, bf16, q8_0");
+    CHECK(gguf_error(s) == "x.gguf: tensor blk.0.attn_q.weight is q4_K but its rows (ne[0]=3) are not a multiple of "
+                           "the 256-element block");
+    s.tensors[0].type = 16;
+    const std::string supported =
+        "(supported: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs)";
+    CHECK(gguf_error(s) == "x.gguf: tensor blk.0.attn_q.weight has type iq2_xxs (16), which is not supported " + supported);
     s.tensors[0].type = 99;
-    CHECK(gguf_error(s) == "x.gguf: tensor blk.0.attn_q.weight has type unknown (99), supported: f32, f16, bf16, q8_0");
+    CHECK(gguf_error(s) == "x.gguf: tensor blk.0.attn_q.weight has type unknown (99), which is not supported " + supported);
     s.tensors[0].type = 0;
     s.tensors[2].ne = {16, 4};
-    CHECK(gguf_error(s) == "x.gguf: tensor c is q8_0 but its rows (ne[0]=16) are not a multiple of 32 elements");
+    CHECK(gguf_error(s) == "x.gguf: tensor c is q8_0 but its rows (ne[0]=16) are not a multiple of the 32-element block");
     s.tensors[2].ne = {32, 2};
     s.tensors[3].name = "blk.0.attn_q.weight";
     CHECK(gguf_error(s) == "x.gguf: tensor blk.0.attn_q.weight appears twice");

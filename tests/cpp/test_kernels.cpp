@@ -62,10 +62,11 @@ TEST_CASE("matvec and matmul equal the scalar reference", "[kernels]") {
 namespace {
 
 // matvec_q8_0 / matmul_q8_0 quantize x too (kernels.h): per 32-block, dx = amax/127 and
-// xq = round(x/dx), so |x − dx·xq| ≤ dx·(1/2 + 2·127·2⁻²⁴) (the rounding, plus the float error of
-// x·(1/dx) before it; |x/dx| ≤ 127). The integer block sums are exact, so against f32 math on the
-// dequantized weights (d·q) the kernel can differ by at most, per output,
-//   Σ_blocks |d|·dx·(1/2 + 2⁻¹⁶)·Σ|q|   (worst case: every rounding error aligned)
+// xq = round(x·127/amax), so |x − dx·xq| ≤ dx·(1/2 + 2·127·2⁻²⁴) (the rounding, plus the float error
+// of x·(127/amax) before it; |xq| ≤ 127); the dot products use dx rounded to f16 (as llama.cpp
+// stores it), which moves dx·xq by at most 2⁻¹¹·dx·127 more. The integer block sums are exact, so
+// against f32 math on the dequantized weights (d·q) the kernel can differ by at most, per output,
+//   Σ_blocks |d|·dx·(1/2 + 2⁻¹⁶ + 127·2⁻¹¹)·Σ|q|   (worst case: every rounding error aligned)
 // plus float rounding (dot_tol). The bound grows like k, the typical error like √k: for Gaussian
 // data and k = 288 it is about 2.0, against |y| ≈ 17 and an RMS error ≈ 0.09 (checked below).
 std::vector<double> q8_act_bound(const std::vector<float>& x, const std::vector<uint8_t>& wq, int n, int kk, int m) {
@@ -82,7 +83,7 @@ std::vector<double> q8_act_bound(const std::vector<float>& x, const std::vector<
         std::memcpy(&h, blk, 2);
         double qsum = 0;
         for (int t = 0; t < 32; ++t) qsum += std::abs(int(int8_t(blk[2 + t])));
-        s += std::fabs(attnlens::f16_to_f32(h)) * (amax / 127.0) * (0.5 + 1.0 / 65536) * qsum;
+        s += std::fabs(attnlens::f16_to_f32(h)) * (amax / 127.0) * (0.5 + 1.0 / 65536 + 127.0 / 2048) * qsum;
       }
       bound[size_t(i) * m + j] = s + dot_tol(kk);
     }
@@ -150,10 +151,10 @@ TEST_CASE("q8_0 quantize, dequantize, matvec and matmul", "[kernels]") {
         auto x = randn(size_t(n) * kk, 50 + n), bias = randn(m, 60);
         std::vector<float> y(size_t(n) * m), yr(size_t(n) * m), yf(size_t(n) * m), yq(size_t(n) * m);
         k::matmul_q8_0(x.data(), wq.data(), bias.data(), y.data(), n, kk, m);
-        k::ref::matmul_q8_0(x.data(), wq.data(), bias.data(), yr.data(), n, kk, m);
+        k::ref::matmul_dequantized(attnlens::DType::Q8_0, x.data(), wq.data(), bias.data(), yr.data(), n, kk, m);
         k::ref::matmul(x.data(), deq.data(), bias.data(), yf.data(), n, kk, m);
         for (int i = 0; i < n; ++i)
-          k::ref::matvec_q8_0_qx(x.data() + size_t(i) * kk, wq.data(), bias.data(), yq.data() + size_t(i) * m, kk, m);
+          k::ref::matmul_q(attnlens::DType::Q8_0, x.data() + size_t(i) * kk, wq.data(), bias.data(), yq.data() + size_t(i) * m, 1, kk, m);
         const auto bound = q8_act_bound(x, wq, n, kk, m);
         INFO("n=" << n << " k=" << kk << " m=" << m);
         CHECK(max_abs_diff(yr, yf) <= dot_tol(kk));  // the f32-activation reference is f32 math on d·q
@@ -184,7 +185,7 @@ TEST_CASE("q8_0 quantize, dequantize, matvec and matmul", "[kernels]") {
 }
 
 TEST_CASE("q8_0 matvec and matmul equal the scalar model of their integer arithmetic", "[kernels]") {
-  // The vector kernels quantize x per block and sum q·xq in integers; ref::matvec_q8_0_qx does the
+  // The vector kernels quantize x per block and sum q·xq in integers; ref::matmul_q does the
   // same in plain scalar code, so they agree to float rounding on every size: rows of W 1..9 (the
   // two-row body and the odd row), rows of x 1..9 (groups of 4 and the tails), 1..12 blocks.
   for (int kk = 32; kk <= 384; kk += 32) {
@@ -196,7 +197,7 @@ TEST_CASE("q8_0 matvec and matmul equal the scalar model of their integer arithm
         std::vector<float> y(size_t(n) * m), yr(size_t(n) * m);
         for (const float* b : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
           for (int i = 0; i < n; ++i)
-            k::ref::matvec_q8_0_qx(x.data() + size_t(i) * kk, wq.data(), b, yr.data() + size_t(i) * m, kk, m);
+            k::ref::matmul_q(attnlens::DType::Q8_0, x.data() + size_t(i) * kk, wq.data(), b, yr.data() + size_t(i) * m, 1, kk, m);
           INFO("n=" << n << " k=" << kk << " m=" << m << " bias=" << (b != nullptr));
           k::matmul_q8_0(x.data(), wq.data(), b, y.data(), n, kk, m);
           REQUIRE(max_abs_diff(y, yr) <= dot_tol(kk));
@@ -221,7 +222,7 @@ TEST_CASE("q8_0 matmul over several cache blocks of W equals the scalar model", 
     std::vector<float> y(size_t(n) * m), yr(size_t(n) * m);
     k::matmul_q8_0(x.data(), wq.data(), bias.data(), y.data(), n, kk, m);
     for (int i = 0; i < n; ++i)
-      k::ref::matvec_q8_0_qx(x.data() + size_t(i) * kk, wq.data(), bias.data(), yr.data() + size_t(i) * m, kk, m);
+      k::ref::matmul_q(attnlens::DType::Q8_0, x.data() + size_t(i) * kk, wq.data(), bias.data(), yr.data() + size_t(i) * m, 1, kk, m);
     INFO("n=" << n);
     REQUIRE(max_abs_diff(y, yr) <= dot_tol(kk));
   }

@@ -311,14 +311,22 @@ describe('stories260K (llama2.c)', { skip: noStories }, () => {
     assert.ok(m.ownedBytes > 0);  // the RoPE table
   });
 
-  test('quantize: "q8_0" loads smaller weights that still generate', async () => {
-    const q = await loadModel(stories.paths, { quantize: 'q8_0' });
-    try {
-      assert.ok(q.info.weightBytes < model.info.weightBytes / 2, `${q.info.weightBytes} vs ${model.info.weightBytes}`);
-      const g = await q.generate('Once upon a time', { maxNewTokens: 10, temperature: 0 });
-      assert.equal(g.tokens.length, 15);
-    } finally {
-      await q.dispose();
+  test('quantize: "q8_0", "q4_0", "q4_k" load smaller weights that still generate; info lists the types', async () => {
+    // stories260K: 64-wide matrices (q4_k falls back to q5_0, as llama.cpp's quantizer does) and a
+    // 172-wide W2 that no block type fits (it stays f32).
+    for (const [quantize, type, bits] of [['q8_0', 'q8_0', 8.5], ['q4_0', 'q4_0', 4.5], ['q4_k', 'q5_0', 5.5]]) {
+      const q = await loadModel(stories.paths, { quantize });
+      try {
+        assert.ok(q.info.weightBytes < model.info.weightBytes / 2, `${quantize}: ${q.info.weightBytes} vs ${model.info.weightBytes}`);
+        assert.deepEqual(q.info.weightTypes.map((t) => t.dtype).sort(), ['f32', type].sort(), quantize);
+        const t = q.info.weightTypes.find((w) => w.dtype === type);
+        assert.equal((8 * t.bytes) / t.params, bits);
+        assert.match(q.info.weightDtype, new RegExp(`^mixed \\(.*${type}.*\\)$`));
+        const g = await q.generate('Once upon a time', { maxNewTokens: 10, temperature: 0 });
+        assert.equal(g.tokens.length, 15);
+      } finally {
+        await q.dispose();
+      }
     }
   });
 });
@@ -470,13 +478,16 @@ describe('date-normalizer (encoder–decoder)', { skip: noDates }, () => {
 
 test('info.memoryBytes and memory() count everything a model holds: files, converted weight copies, KV cache, scratch', async () => {
   const dir = join(root, 'tests/fixtures/models_torch');
-  // GPT-2 in f16: every tensor is widened to an f32 copy at load, and the Conv1D matrices are
-  // transposed into another: the copies outweigh the file.
+  // GPT-2 in f16: the weights stay f16 (read in place) except the Conv1D matrices, transposed into
+  // f16 copies (2 bytes per weight), and the bias/norm vectors, widened to f32: nothing else is owned.
   const f16 = await loadModel([join(dir, 'gpt2/config.json'), join(dir, 'gpt2_f16/model.safetensors')]);
   try {
     const i = f16.info;
     assert.equal(i.fileBytes, statSync(join(dir, 'gpt2/config.json')).size + statSync(join(dir, 'gpt2_f16/model.safetensors')).size);
-    assert.ok(i.ownedBytes >= 4 * i.params, `ownedBytes ${i.ownedBytes} < 4 × ${i.params} params widened to f32`);
+    assert.deepEqual(i.weightTypes.map((t) => t.dtype), ['f16']);
+    const transposed = i.params - (i.vocabSize + i.contextLength) * i.dModel;  // all but wte and wpe
+    assert.ok(i.ownedBytes >= 2 * transposed, `ownedBytes ${i.ownedBytes} < 2 × ${transposed} transposed f16 weights`);
+    assert.ok(i.ownedBytes < 4 * transposed, `ownedBytes ${i.ownedBytes}: more than widened to f32`);
     const kv = 2 * i.layers * i.contextLength * i.kvHeads * i.headDim * 4;
     assert.equal(i.kvCacheBytes, kv);
     assert.equal(i.memoryBytes, i.fileBytes + i.ownedBytes + i.kvCacheBytes);
@@ -491,13 +502,15 @@ test('info.memoryBytes and memory() count everything a model holds: files, conve
   } finally {
     await f16.dispose();
   }
-  // f32 read in place: only the tables are owned; quantized at load: the q8_0 copies are owned.
+  // f32 read in place: the transposed Conv1D copies and the tables are owned; quantized at load: the
+  // q8_0 copies are owned instead (a transposed matrix is quantized from a temporary copy, dropped).
   const paths = [join(dir, 'gpt2/config.json'), join(dir, 'gpt2/model.safetensors')];
   const f32 = await loadModel(paths);
   const q8 = await loadModel(paths, { quantize: 'q8_0' });
   try {
-    assert.ok(q8.info.ownedBytes > f32.info.ownedBytes + q8.info.weightBytes / 2, `${q8.info.ownedBytes} vs ${f32.info.ownedBytes}`);
-    assert.ok(q8.info.memoryBytes > f32.info.memoryBytes);
+    const q8Bytes = q8.info.weightTypes.find((t) => t.dtype === 'q8_0').bytes;
+    assert.ok(q8.info.ownedBytes >= q8Bytes, `${q8.info.ownedBytes} vs ${q8Bytes} bytes of q8_0 copies`);
+    assert.ok(q8.info.ownedBytes < f32.info.ownedBytes, `${q8.info.ownedBytes} vs ${f32.info.ownedBytes}`);
   } finally {
     await f32.dispose();
     await q8.dispose();

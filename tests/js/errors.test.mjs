@@ -39,7 +39,7 @@ describe('loadModel', () => {
       [[{ name: 'x.bin' }], TypeError, /source must be/],
       [['m.bin', 'fast'], TypeError, /options must be an object/],
       [['m.bin', { onProgress: 'yes' }], TypeError, /onProgress must be a function/],
-      [['m.bin', { quantize: 'q4' }], RangeError, /quantize must be "q8_0" or "none"/],
+      [['m.bin', { quantize: 'q4' }], RangeError, /quantize must be "q8_0", "q4_0", "q4_k" or "none"/],
       [['m.bin', { contextLength: -1 }], RangeError, /contextLength must be a positive integer/],
       [['m.bin', { contextLength: 1.5 }], RangeError, /contextLength/],
       [['m.bin', { cache: 'yes' }], TypeError, /cache must be true or false/],

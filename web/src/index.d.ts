@@ -46,8 +46,13 @@ export interface LoadOptions {
   signal?: AbortSignal;
   /** Keep downloads in Cache Storage (browsers) so a second load works offline. Default false. */
   cache?: boolean;
-  /** "q8_0": quantize f32 weights to 8 bits at load (about 4× less memory). Default "none". */
-  quantize?: 'q8_0' | 'none';
+  /**
+   * Quantize f32 / f16 / bf16 weight matrices at load, exactly as llama.cpp's quantizer would:
+   * "q8_0" (8.5 bits per weight), "q4_0" (4.5), "q4_k" (4.5; matrices whose input size is not a
+   * multiple of 256 get q5_0, as llama.cpp does). Matrices whose input size is not a multiple of 32
+   * and weights a file already stores quantized stay as they are. Default "none".
+   */
+  quantize?: 'q8_0' | 'q4_0' | 'q4_k' | 'none';
   /** Positions the KV cache holds (default: the model's context length). */
   contextLength?: number;
   /**
@@ -136,13 +141,17 @@ export interface ModelInfo {
   contextLength: number;
   /** "rope", "learned", "sinusoidal". */
   positions: string;
-  /** "f32", "f16", "q8_0", … */
+  /** The element type of the weight matrices: "f32", "f16", "q8_0", "q4_K", …, or for a file with
+   * several (a Q4_K_M GGUF keeps some tensors in q6_K, q5_0, q8_0) "mixed (q4_K, q6_K, q8_0, q5_0)",
+   * largest share first. */
   weightDtype: string;
+  /** Per element type of the weight matrices and embedding tables: how many, parameters, bytes. */
+  weightTypes: { dtype: string; tensors: number; params: number; bytes: number }[];
   /** Bytes of weights one forward pass reads. */
   weightBytes: number;
   /** Bytes of the model's files (the engine keeps them and reads weights straight from them). */
   fileBytes: number;
-  /** Bytes the model owns beside its files: converted weight copies (f16/bf16 widened, transposed, quantized at load) and tables. */
+  /** Bytes the model owns beside its files: converted weight copies (unaligned f32 copied, Conv1D weights transposed, matrices quantized at load) and tables. */
   ownedBytes: number;
   /** This model's KV cache with its context full (it is allocated as positions fill: memory() has what it holds now). */
   kvCacheBytes: number;

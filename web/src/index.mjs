@@ -20,8 +20,8 @@ function checkLoadOptions(o) {
   if (o.worker !== undefined && typeof o.worker !== 'boolean' && !(o.worker && typeof o.worker.postMessage === 'function'))
     throw new TypeError('loadModel: worker must be true, false or a Worker running attnlens/worker');
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError('loadModel: onProgress must be a function');
-  if (o.quantize !== undefined && !['q8_0', 'none'].includes(o.quantize))
-    throw new RangeError(`loadModel: quantize must be "q8_0" or "none", got ${JSON.stringify(o.quantize)}`);
+  if (o.quantize !== undefined && !['q8_0', 'q4_0', 'q4_k', 'none'].includes(o.quantize))
+    throw new RangeError(`loadModel: quantize must be "q8_0", "q4_0", "q4_k" or "none", got ${JSON.stringify(o.quantize)}`);
   if (o.contextLength !== undefined && !(Number.isInteger(o.contextLength) && o.contextLength > 0))
     throw new RangeError(`loadModel: contextLength must be a positive integer, got ${o.contextLength}`);
   if (o.signal !== undefined && !(o.signal && typeof o.signal === 'object' && 'aborted' in o.signal))
@@ -31,8 +31,8 @@ function checkLoadOptions(o) {
 /**
  * Loads a model: a URL (file or Hugging Face-style folder ending in "/"), several URLs, File/Blob
  * objects, ArrayBuffers / typed arrays, or (in Node) a path. Options: onProgress({loaded, total,
- * file}), signal, cache (keep downloads in Cache Storage), quantize ("q8_0" quantizes f32 weights at
- * load), contextLength (KV cache size; default the model's), worker (true: run it in a Web Worker /
+ * file}), signal, cache (keep downloads in Cache Storage), quantize ("q8_0", "q4_0" or "q4_k" quantizes
+ * f32/f16/bf16 weight matrices at load), contextLength (KV cache size; default the model's), worker (true: run it in a Web Worker /
  * worker_threads, every method then runs off this thread; or a Worker you created on
  * attnlens/worker, for bundlers that want to see the worker's URL).
  */

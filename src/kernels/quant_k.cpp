@@ -1,0 +1,259 @@
+// Dot products with super-block weights (q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs: 256 weights with 8
+// or 16 integer sub-block scales, quant_blocks.h) against q8_K activations (quant_scalar.h). Per
+// super-block and row, everything stays in int32 lanes: each sub-block's Σ q·xq (the quants widened
+// to int16, i32x4.dot_i16x8_s with the activations), times its integer scale (i32x4.mul), summed;
+// the mins (q2_K/q4_K/q5_K) and the offsets of the signed types (q3_K: q − 4, q6_K: q − 32, which
+// the kernels keep unsigned) come from the activations' sums per 16 (bsums) in one more
+// dot_i16x8 pair. One float multiply-add per super-block and row then applies d·dx (and dmin·dx).
+// Bounds: every int32 lane stays below 2^31 (worst case q6_K: 16 sub-blocks × 4 products × 63 ×
+// 127 × 128 ≈ 6.6e7).
+#include <cstring>
+
+#include "core/tensor.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/quant_simd.h"
+
+#if ATTNLENS_QUANT_SIMD
+namespace attnlens::kernels::qsimd {
+
+namespace {
+
+inline __m128i mul_scale(__m128i s, int scale) { return _mm_mullo_epi32(s, _mm_set1_epi32(scale)); }
+
+// Moves bit `from` of every byte to bit `to` (0..7) and clears the rest (mask = 1 << to). The shifts
+// are 16-bit, so bits cross between the two bytes of a lane, but none lands on bit `to`: a left
+// shift by t moves the low byte's bits to the high byte's bits 0..t-1 (< to), a right shift by t
+// moves the high byte's bits to the low byte's bits 8-t..7 (> to), for the (from, to) pairs used
+// here (to = 4 with from 0..7, to = 2 with from 0..7).
+inline __m128i bit_to(__m128i v, int from, int to, int mask) {
+  const __m128i m = bytes(mask);
+  if (from >= to) return _mm_and_si128(_mm_srli_epi16(v, from - to), m);
+  return _mm_and_si128(_mm_slli_epi16(v, to - from), m);
+}
+
+// ---- q4_K / q5_K: 8 sub-blocks of 32, 6-bit scales and mins ------------------------------------
+// The 12 scale bytes → sc[0..8), mn[0..8) (quant_blocks.h's k4_scale_min, four at a time).
+inline void k4_unpack(const uint8_t* s, uint8_t* sc, uint8_t* mn) {
+  const uint32_t a0 = qb::u32(s), a1 = qb::u32(s + 4), a2 = qb::u32(s + 8);
+  const uint32_t sc_lo = a0 & 0x3f3f3f3fu, mn_lo = a1 & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (a2 & 0x0f0f0f0fu) | (((a0 >> 6) & 0x03030303u) << 4);
+  const uint32_t mn_hi = ((a2 >> 4) & 0x0f0f0f0fu) | (((a1 >> 6) & 0x03030303u) << 4);
+  std::memcpy(sc, &sc_lo, 4);
+  std::memcpy(sc + 4, &sc_hi, 4);
+  std::memcpy(mn, &mn_lo, 4);
+  std::memcpy(mn + 4, &mn_hi, 4);
+}
+
+// Σ_j mn[j]·(bsums[2j] + bsums[2j+1]): each min duplicated to the two 16-sums of its sub-block.
+inline __m128i k4_mins(const uint8_t* mn, const int16_t* bs) {
+  const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn));
+  const __m128i dup = _mm_unpacklo_epi8(m8, m8);
+  return bsum_dot(lo_u16(dup), hi_u16(dup), bs);
+}
+
+template <bool Q5>
+inline __m128 k45_superblock(const uint8_t* blk, const int16_t* x, const int16_t* bs, float dx, __m128 acc,
+                             const F16& f16) {
+  uint8_t sc[8], mn[8];
+  k4_unpack(blk + 4, sc, mn);
+  const uint8_t* qs = blk + (Q5 ? 48 : 16);
+  __m128i h0 = _mm_setzero_si128(), h1 = _mm_setzero_si128();
+  if constexpr (Q5) {
+    h0 = load16(blk + 16);
+    h1 = load16(blk + 32);
+  }
+  __m128i isum = _mm_setzero_si128();
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
+  for (int c = 0; c < 4; ++c) {
+    const __m128i v0 = load16(qs + 32 * c), v1 = load16(qs + 32 * c + 16);
+    __m128i lo0 = nib_lo(v0), lo1 = nib_lo(v1), hi0 = nib_hi(v0), hi1 = nib_hi(v1);
+    if constexpr (Q5) {  // 5th bit of element 64c + l: bit 2c of qh[l]; of 64c + 32 + l: bit 2c + 1
+      lo0 = _mm_or_si128(lo0, bit_to(h0, 2 * c, 4, 0x10));
+      lo1 = _mm_or_si128(lo1, bit_to(h1, 2 * c, 4, 0x10));
+      hi0 = _mm_or_si128(hi0, bit_to(h0, 2 * c + 1, 4, 0x10));
+      hi1 = _mm_or_si128(hi1, bit_to(h1, 2 * c + 1, 4, 0x10));
+    }
+    const int16_t* xc = x + 64 * c;
+    const __m128i s_lo = _mm_add_epi32(dot16_u8(lo0, xc), dot16_u8(lo1, xc + 16));
+    const __m128i s_hi = _mm_add_epi32(dot16_u8(hi0, xc + 32), dot16_u8(hi1, xc + 48));
+    isum = _mm_add_epi32(isum, _mm_add_epi32(mul_scale(s_lo, sc[2 * c]), mul_scale(s_hi, sc[2 * c + 1])));
+  }
+  acc = scale_add(acc, isum, f16(blk) * dx);
+  return _mm_sub_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(k4_mins(mn, bs)), _mm_set1_ps(f16(blk + 2) * dx)));
+}
+
+struct Q4_K {
+  static constexpr int kBytes = qb::kBytesQ4K;
+  static __m128 superblock(const uint8_t* b, const int16_t* x, const int16_t* bs, float dx, __m128 acc, const F16& f) {
+    return k45_superblock<false>(b, x, bs, dx, acc, f);
+  }
+};
+struct Q5_K {
+  static constexpr int kBytes = qb::kBytesQ5K;
+  static __m128 superblock(const uint8_t* b, const int16_t* x, const int16_t* bs, float dx, __m128 acc, const F16& f) {
+    return k45_superblock<true>(b, x, bs, dx, acc, f);
+  }
+};
+
+// ---- q6_K: 16 sub-blocks of 16, int8 scales, q − 32 ----------------------------------------------
+// Half h (128 weights): ql [64], qh [32]; with l = 16g + i (g = 0, 1):
+//   e = 128h + l       ql[l] low nibble      | qh[l] bits 0-1 << 4    sub-block 8h + g
+//   e = 128h + 32 + l  ql[l + 32] low nibble | qh[l] bits 2-3 << 4    sub-block 8h + 2 + g
+//   e = 128h + 64 + l  ql[l] high nibble     | qh[l] bits 4-5 << 4    sub-block 8h + 4 + g
+//   e = 128h + 96 + l  ql[l + 32] high nibble| qh[l] bits 6-7 << 4    sub-block 8h + 6 + g
+// (The masks are applied before the 16-bit shifts, so no bit crosses into the other byte.)
+struct Q6_K {
+  static constexpr int kBytes = qb::kBytesQ6K;
+  static __m128 superblock(const uint8_t* blk, const int16_t* x, const int16_t* bs, float dx, __m128 acc,
+                           const F16& f16) {
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    __m128i isum = _mm_setzero_si128();
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* ql = blk + 64 * h;
+      const uint8_t* qh = blk + 128 + 32 * h;
+      const int8_t* s = sc + 8 * h;
+      const int16_t* xh = x + 128 * h;
+      for (int g = 0; g < 2; ++g) {
+        const __m128i l0 = load16(ql + 16 * g), l1 = load16(ql + 32 + 16 * g), hb = load16(qh + 16 * g);
+        const __m128i qa = _mm_or_si128(nib_lo(l0), _mm_slli_epi16(_mm_and_si128(hb, bytes(0x03)), 4));
+        const __m128i qb = _mm_or_si128(nib_lo(l1), _mm_slli_epi16(_mm_and_si128(hb, bytes(0x0C)), 2));
+        const __m128i qc = _mm_or_si128(nib_hi(l0), _mm_and_si128(hb, bytes(0x30)));
+        const __m128i qd = _mm_or_si128(nib_hi(l1), _mm_srli_epi16(_mm_and_si128(hb, bytes(0xC0)), 2));
+        const int16_t* xg = xh + 16 * g;
+        isum = _mm_add_epi32(isum, _mm_add_epi32(mul_scale(dot16_u8(qa, xg), s[g]), mul_scale(dot16_u8(qb, xg + 32), s[2 + g])));
+        isum = _mm_add_epi32(isum, _mm_add_epi32(mul_scale(dot16_u8(qc, xg + 64), s[4 + g]), mul_scale(dot16_u8(qd, xg + 96), s[6 + g])));
+      }
+    }
+    // − 32·Σ_j sc_j·bsums_j: the offset of the unsigned quants (32·|sc| ≤ 4096 fits int16).
+    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+    const __m128i c_lo = _mm_slli_epi16(lo_s16(s8), 5), c_hi = _mm_slli_epi16(hi_s16(s8), 5);
+    isum = _mm_sub_epi32(isum, bsum_dot(c_lo, c_hi, bs));
+    return scale_add(acc, isum, f16(blk + 208) * dx);
+  }
+};
+
+// ---- q3_K: 16 sub-blocks of 16, 6-bit scales − 32, q − 4 -----------------------------------------
+// Element e = 128h + 32s + l: low 2 bits = bits 2s..2s+1 of qs[32h + l], high bit = bit 4h + s of
+// hmask[l]; l < 16 is sub-block 8h + 2s, l ≥ 16 sub-block 8h + 2s + 1.
+struct Q3_K {
+  static constexpr int kBytes = qb::kBytesQ3K;
+  static __m128 superblock(const uint8_t* blk, const int16_t* x, const int16_t* bs, float dx, __m128 acc,
+                           const F16& f16) {
+    int16_t sc[16];
+    for (int j = 0; j < 16; ++j) sc[j] = int16_t(qb::k3_scale(blk + 96, j));
+    const __m128i m0 = load16(blk), m1 = load16(blk + 16);
+    __m128i isum = _mm_setzero_si128();
+    for (int h = 0; h < 2; ++h) {
+      const __m128i q0 = load16(blk + 32 + 32 * h), q1 = load16(blk + 48 + 32 * h);
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
+      for (int s = 0; s < 4; ++s) {
+        const int hbit = 4 * h + s;
+        const __m128i lo = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q0, 2 * s), bytes(0x03)), bit_to(m0, hbit, 2, 0x04));
+        const __m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q1, 2 * s), bytes(0x03)), bit_to(m1, hbit, 2, 0x04));
+        const int16_t* xs = x + 128 * h + 32 * s;
+        const int j = 8 * h + 2 * s;
+        isum = _mm_add_epi32(isum, _mm_add_epi32(mul_scale(dot16_u8(lo, xs), sc[j]), mul_scale(dot16_u8(hi, xs + 16), sc[j + 1])));
+      }
+    }
+    // − 4·Σ_j sc_j·bsums_j (the quants were kept as q + 4 ∈ [0, 8)).
+    __m128i c_lo, c_hi;
+    std::memcpy(&c_lo, sc, 16);
+    std::memcpy(&c_hi, sc + 8, 16);
+    isum = _mm_sub_epi32(isum, bsum_dot(_mm_slli_epi16(c_lo, 2), _mm_slli_epi16(c_hi, 2), bs));
+    return scale_add(acc, isum, f16(blk + 108) * dx);
+  }
+};
+
+// ---- q2_K: 16 sub-blocks of 16, 4-bit scales and mins -------------------------------------------
+// Element e = 128h + 32s + l: bits 2s..2s+1 of qs[32h + l] (qs at byte 16); sub-blocks as q3_K.
+struct Q2_K {
+  static constexpr int kBytes = qb::kBytesQ2K;
+  static __m128 superblock(const uint8_t* blk, const int16_t* x, const int16_t* bs, float dx, __m128 acc,
+                           const F16& f16) {
+    const __m128i sm = load16(blk);  // scale | min << 4, per sub-block
+    alignas(16) uint8_t sc[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(sc), nib_lo(sm));
+    __m128i isum = _mm_setzero_si128();
+    for (int h = 0; h < 2; ++h) {
+      const __m128i q0 = load16(blk + 16 + 32 * h), q1 = load16(blk + 32 + 32 * h);
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
+      for (int s = 0; s < 4; ++s) {
+        const __m128i lo = _mm_and_si128(_mm_srli_epi16(q0, 2 * s), bytes(0x03));
+        const __m128i hi = _mm_and_si128(_mm_srli_epi16(q1, 2 * s), bytes(0x03));
+        const int16_t* xs = x + 128 * h + 32 * s;
+        const int j = 8 * h + 2 * s;
+        isum = _mm_add_epi32(isum, _mm_add_epi32(mul_scale(dot16_u8(lo, xs), sc[j]), mul_scale(dot16_u8(hi, xs + 16), sc[j + 1])));
+      }
+    }
+    const __m128i mins = nib_hi(sm);
+    const __m128i imin = bsum_dot(lo_u16(mins), hi_u16(mins), bs);
+    acc = scale_add(acc, isum, f16(blk + 80) * dx);
+    return _mm_sub_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(imin), _mm_set1_ps(f16(blk + 82) * dx)));
+  }
+};
+
+// ---- iq4_xs: 8 sub-blocks of 32 as iq4_nl, 6-bit scales − 32 -------------------------------------
+struct IQ4_XS {
+  static constexpr int kBytes = qb::kBytesIQ4XS;
+  static __m128 superblock(const uint8_t* blk, const int16_t* x, const int16_t*, float dx, __m128 acc,
+                           const F16& f16) {
+    const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qb::kIQ4NL));
+    __m128i isum = _mm_setzero_si128();
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
+    for (int j = 0; j < 8; ++j) {
+      const __m128i v = load16(blk + 8 + 16 * j);
+      const __m128i s = _mm_add_epi32(dot16_s8(lookup16(table, nib_lo(v)), x + 32 * j),
+                                      dot16_s8(lookup16(table, nib_hi(v)), x + 32 * j + 16));
+      isum = _mm_add_epi32(isum, mul_scale(s, qb::iq4xs_scale(blk, j)));
+    }
+    return scale_add(acc, isum, f16(blk) * dx);
+  }
+};
+
+template <class T, int R>
+void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* out) {
+  const F16 f16;
+  __m128 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm_setzero_ps();
+  const uint8_t* p = w;
+  for (int b = 0; b < nb; ++b, p += T::kBytes) {
+    const int16_t* xb = a.q + 256 * b;
+    const int16_t* bs = a.bsums + 16 * b;
+    const float dx = a.d[b];
+    for (int r = 0; r < R; ++r) acc[r] = T::superblock(p + r * stride, xb, bs, dx, acc[r], f16);
+  }
+  for (int r = 0; r < R; ++r) out[r] = lanes_sum(acc[r]);
+}
+
+template <class T>
+RowsDot pick(int R) {
+  return R == 2 ? &dot_rows<T, 2> : &dot_rows<T, 1>;
+}
+
+}  // namespace
+
+RowsDot rows_dot_superblock(DType t, int R) {
+  switch (t) {
+    case DType::Q2_K: return pick<Q2_K>(R);
+    case DType::Q3_K: return pick<Q3_K>(R);
+    case DType::Q4_K: return pick<Q4_K>(R);
+    case DType::Q5_K: return pick<Q5_K>(R);
+    case DType::Q6_K: return pick<Q6_K>(R);
+    case DType::IQ4_XS: return pick<IQ4_XS>(R);
+    default: return nullptr;
+  }
+}
+
+}  // namespace attnlens::kernels::qsimd
+#endif  // ATTNLENS_QUANT_SIMD

@@ -1,0 +1,138 @@
+// Private to src/kernels: what the vector kernels of the block formats share (quant.cpp: blocks of
+// 32; quant_k.cpp: super-blocks of 256). SSE4.1 intrinsics: natively real SSE4.1, in wasm
+// emscripten's SSE→SIMD128 headers; where a SIMD128 instruction does in one what the SSE mapping
+// does in two, it is called directly under __wasm_simd128__ (the high-half widenings, the byte
+// table lookup). Every intrinsic here is one or two SIMD128 instructions (checked with
+// wasm-objdump: i16x8.extend_*_i8x16_*, i32x4.dot_i16x8_s, i8x16.swizzle, i32x4.mul,
+// f32x4.convert_i32x4_s, v128.load8x8_s).
+//
+// The activation rows: quant_scalar.h's formats, with the int8 values kept as int16 so they feed
+// i32x4.dot_i16x8_s (_mm_madd_epi16, 8 products per instruction, exact in int32) directly.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "core/tensor.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/quant_scalar.h"
+
+#if defined(__SSE4_1__)
+#include <smmintrin.h>
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+#endif
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+#define ATTNLENS_QUANT_SIMD 1
+#endif
+
+namespace attnlens::kernels::qsimd {
+
+// One quantized row of x: int16 values [k], scales d [k/32 or k/256], q8_1's s [k/32], q8_K's
+// Σ per 16 [k/16].
+struct ActRow {
+  const int16_t* q;
+  const float* d;
+  const float* s;
+  const int16_t* bsums;
+};
+
+#if ATTNLENS_QUANT_SIMD
+
+// Quantizes one row of x (k a multiple of the activation block) in the format `act` (quant_scalar.h).
+void quantize_row(qs::Act act, const float* x, int k, int16_t* q, float* d, float* s, int16_t* bsums);
+
+// The f16 block scale as f32. Natively with F16C one instruction; otherwise (wasm) a 256 KiB table
+// built on first use: one scalar load per block instead of ~12 integer ops, and the entries a
+// matrix uses (its scales span a few binades) stay in L1.
+#if defined(__F16C__)
+struct F16 {
+  float operator()(const uint8_t* p) const { return _cvtsh_ss(qb::u16(p)); }
+};
+#else
+const float* f16_table();
+struct F16 {
+  const float* table = f16_table();
+  float operator()(const uint8_t* p) const { return table[qb::u16(p)]; }
+};
+#endif
+
+inline __m128i load16(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline __m128i load8_s16(const uint8_t* p) {  // 8 int8 → int16 (v128.load8x8_s)
+  return _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m128i bytes(int v) { return _mm_set1_epi8(char(v)); }
+
+// Widening of the low / high 8 bytes to 8 int16 lanes, unsigned and signed.
+inline __m128i lo_u16(__m128i v) { return _mm_cvtepu8_epi16(v); }
+inline __m128i lo_s16(__m128i v) { return _mm_cvtepi8_epi16(v); }
+inline __m128i hi_u16(__m128i v) {
+#if defined(__wasm_simd128__)
+  return wasm_u16x8_extend_high_u8x16(v);
+#else
+  return _mm_unpackhi_epi8(v, _mm_setzero_si128());
+#endif
+}
+inline __m128i hi_s16(__m128i v) {
+#if defined(__wasm_simd128__)
+  return wasm_i16x8_extend_high_i8x16(v);
+#else
+  return _mm_cvtepi8_epi16(_mm_srli_si128(v, 8));
+#endif
+}
+
+// Byte table lookup: out[i] = table[idx[i]] for idx[i] in 0..15.
+inline __m128i lookup16(__m128i table, __m128i idx) {
+#if defined(__wasm_simd128__)
+  return wasm_i8x16_swizzle(table, idx);
+#else
+  return _mm_shuffle_epi8(table, idx);
+#endif
+}
+
+// Low and high nibbles of 16 bytes, as bytes 0..15.
+inline __m128i nib_lo(__m128i v) { return _mm_and_si128(v, bytes(0x0F)); }
+inline __m128i nib_hi(__m128i v) { return _mm_and_si128(_mm_srli_epi16(v, 4), bytes(0x0F)); }
+
+// Σ over 16 byte-valued weights (unsigned or signed) × 16 int16 activations at x → int32x4 partial sums.
+inline __m128i dot16_u8(__m128i w, const int16_t* x) {
+  const __m128i* xv = reinterpret_cast<const __m128i*>(x);
+  return _mm_add_epi32(_mm_madd_epi16(lo_u16(w), _mm_load_si128(xv)), _mm_madd_epi16(hi_u16(w), _mm_load_si128(xv + 1)));
+}
+inline __m128i dot16_s8(__m128i w, const int16_t* x) {
+  const __m128i* xv = reinterpret_cast<const __m128i*>(x);
+  return _mm_add_epi32(_mm_madd_epi16(lo_s16(w), _mm_load_si128(xv)), _mm_madd_epi16(hi_s16(w), _mm_load_si128(xv + 1)));
+}
+
+inline float lanes_sum(__m128 a) {  // (a0 + a1) + (a2 + a3)
+  const __m128 t = _mm_add_ps(a, _mm_shuffle_ps(a, a, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehl_ps(t, t)));
+}
+inline int32_t lanes_sum_i32(__m128i a) {
+  a = _mm_add_epi32(a, _mm_shuffle_epi32(a, _MM_SHUFFLE(1, 0, 3, 2)));
+  a = _mm_add_epi32(a, _mm_shuffle_epi32(a, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(a);
+}
+
+// acc += float(s) · scale, lane-wise.
+inline __m128 scale_add(__m128 acc, __m128i s, float scale) {
+  return _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(s), _mm_set1_ps(scale)));
+}
+
+// Σ_j c[j]·bsums[j] over the 16 sub-sums of one q8_K block, c given as 16 int16 (two vectors):
+// the min / offset terms of the K-quants, as int32x4 partial sums.
+inline __m128i bsum_dot(__m128i c_lo, __m128i c_hi, const int16_t* bsums) {
+  const __m128i* b = reinterpret_cast<const __m128i*>(bsums);
+  return _mm_add_epi32(_mm_madd_epi16(c_lo, _mm_loadu_si128(b)), _mm_madd_epi16(c_hi, _mm_loadu_si128(b + 1)));
+}
+
+// out[r] = W_r·x for R rows of W (r = 0..R-1 at w + r·stride) over nb blocks (of 32 or 256), x one
+// quantized activation row. Two rows per call let the rows share every activation load.
+using RowsDot = void (*)(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* out);
+RowsDot rows_dot_32(DType t, int R);          // quant.cpp: q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl
+RowsDot rows_dot_superblock(DType t, int R);  // quant_k.cpp: q2_K … q6_K, iq4_xs
+
+#endif  // ATTNLENS_QUANT_SIMD
+
+}  // namespace attnlens::kernels::qsimd
