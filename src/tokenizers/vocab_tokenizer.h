@@ -7,42 +7,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizers/added_tokens.h"
 #include "tokenizers/tokenizer.h"
 
 namespace attnlens::tok {
-
-struct SpecialIds {
-  int bos = -1, eos = -1, pad = -1, unk = -1;
-};
-
-// An HF added token (tokenizer.json "added_tokens"). normalized is not modelled: every added token
-// is matched on the raw input text.
-struct AddedToken {
-  int id = -1;
-  std::string content;
-  bool special = false;
-  bool lstrip = false, rstrip = false, single_word = false;
-};
-
-// A stretch of the input between added tokens (added_id < 0), or one added token.
-struct Segment {
-  std::string_view text;
-  size_t offset = 0;  // byte offset of text in the input
-  int added_id = -1;
-};
-
-// Splits text around added tokens: leftmost match, longest content first at each position.
-class AddedTokenMatcher {
- public:
-  AddedTokenMatcher() = default;
-  explicit AddedTokenMatcher(std::vector<AddedToken> tokens);
-  std::vector<Segment> split(std::string_view text) const;
-
- private:
-  const AddedToken* match_at(std::string_view text, size_t pos) const;
-  std::vector<AddedToken> tokens_;
-  std::vector<std::vector<int>> by_first_byte_;  // indices into tokens_, longest content first
-};
 
 // Everything the shared base needs from a loader.
 struct VocabSpec {
