@@ -911,30 +911,40 @@ class Matcher {
 }  // namespace
 
 Subject::Subject(std::string_view t) : text(t) {
-  cp.reserve(t.size());
-  offset.reserve(t.size() + 1);
-  info.reserve(t.size());
   static const struct AsciiInfo {  // the info byte of every ASCII code point
     uint8_t v[128];
     AsciiInfo() {
       for (char32_t c = 0; c < 128; ++c) v[c] = CharClass::info_of(c);
     }
   } ascii;
-  for (size_t pos = 0; pos < t.size();) {
+  // Sized once, filled through pointers: no call per character (see budget_exceeded).
+  cp.resize(t.size());
+  offset.resize(t.size() + 1);
+  info.resize(t.size());
+  size_t n = fill(t, cp.data(), offset.data(), info.data(), ascii.v);
+  cp.resize(n);
+  info.resize(n);
+  offset.resize(n + 1);
+  offset[n] = uint32_t(t.size());
+}
+
+size_t Subject::fill(std::string_view t, char32_t* cps, uint32_t* offs, uint8_t* infos, const uint8_t* ascii) {
+  size_t n = 0;
+  for (size_t pos = 0; pos < t.size(); ++n) {
     const uint8_t b = uint8_t(t[pos]);
-    offset.push_back(uint32_t(pos));
+    offs[n] = uint32_t(pos);
     if (b < 0x80) {
-      cp.push_back(b);
-      info.push_back(ascii.v[b]);
+      cps[n] = b;
+      infos[n] = ascii[b];
       ++pos;
       continue;
     }
     const unicode::Utf8Step s = unicode::decode_utf8(t, pos);
-    cp.push_back(s.cp);
-    info.push_back(CharClass::info_of(s.cp));
+    cps[n] = s.cp;
+    infos[n] = CharClass::info_of(s.cp);
     pos += s.len;
   }
-  offset.push_back(uint32_t(t.size()));
+  return n;
 }
 
 Regex::Regex(std::string_view pattern) : pattern_(pattern), prog_(std::make_unique<Program>()) {

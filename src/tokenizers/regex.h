@@ -44,6 +44,9 @@ struct Subject {
   std::vector<uint8_t> info;     // general category | kWhiteSpace
   size_t size() const { return cp.size(); }
   static constexpr uint8_t kWhiteSpace = 0x80;
+
+ private:
+  static size_t fill(std::string_view t, char32_t* cp, uint32_t* offset, uint8_t* info, const uint8_t* ascii);
 };
 
 class Regex {

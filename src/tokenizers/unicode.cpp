@@ -125,18 +125,27 @@ struct Mapping {
   bool compat = false, found = false;
 };
 
+// Entry i of kDecompKeys: its flags and its mapping in kDecompPool.
+uint32_t entry_flags(size_t i) { return (t::kDecompFlags[i / 4] >> (2 * (i % 4))) & 3u; }  // bit 0 primary, 1 compat
+Mapping entry_mapping(size_t i) {
+  Mapping m;
+  size_t offset = t::kDecompAnchors[i / 64];
+  for (size_t k = i / 64 * 64; k < i; ++k) offset += t::kDecompLengths[k];
+  m.units = t::kDecompPool + offset;
+  m.count = t::kDecompLengths[i];
+  m.compat = (entry_flags(i) >> 1) & 1;
+  m.found = true;
+  return m;
+}
+
 Mapping lookup_decomposition(char32_t cp) {
   Mapping m;
-  const uint32_t* keys = std::begin(t::kDecompKeys);
-  const size_t n = std::size(t::kDecompKeys);
-  const uint32_t* it = std::lower_bound(keys, keys + n, uint32_t(cp) << 2);
-  if (it != keys + n && (*it >> 2) == cp) {
-    const size_t i = size_t(it - keys);
-    m.units = t::kDecompPool + t::kDecompOffsets[i];
-    m.count = uint32_t(t::kDecompOffsets[i + 1] - t::kDecompOffsets[i]);
-    m.compat = (*it >> 1) & 1;
-    m.found = true;
-    return m;
+  const uint32_t plane = uint32_t(cp >> 16);
+  if (plane < 4) {
+    const uint16_t* first = t::kDecompKeys + t::kDecompPlaneStart[plane];
+    const uint16_t* last = t::kDecompKeys + t::kDecompPlaneStart[plane + 1];
+    const uint16_t* it = std::lower_bound(first, last, uint16_t(cp & 0xFFFF));
+    if (it != last && *it == uint16_t(cp & 0xFFFF)) return entry_mapping(size_t(it - t::kDecompKeys));
   }
   // Runs: pairs (first << 1 | compat, length << 20 | delta), sorted by first.
   const size_t runs = std::size(t::kDecompRuns) / 2;
@@ -193,17 +202,16 @@ struct Composition {
   std::unordered_map<uint64_t, char32_t> pairs;
   std::vector<char32_t> seconds;  // sorted: code points that can be the second of a pair
   Composition() {
-    for (size_t i = 0; i < std::size(t::kDecompKeys); ++i) {
-      if (!(t::kDecompKeys[i] & 1)) continue;
-      const uint16_t* u = t::kDecompPool + t::kDecompOffsets[i];
-      Mapping m;
-      m.units = u;
-      m.count = uint32_t(t::kDecompOffsets[i + 1] - t::kDecompOffsets[i]);
-      char32_t cps[2] = {0, 0};
-      int k = 0;
-      for_each_mapped(m, [&](char32_t c) { if (k < 2) cps[k++] = c; });
-      pairs.emplace((uint64_t(cps[0]) << 21) | cps[1], char32_t(t::kDecompKeys[i] >> 2));
-      seconds.push_back(cps[1]);
+    for (uint32_t plane = 0; plane < 4; ++plane) {
+      for (size_t i = t::kDecompPlaneStart[plane]; i < t::kDecompPlaneStart[plane + 1]; ++i) {
+        if (!(entry_flags(i) & 1)) continue;
+        const Mapping m = entry_mapping(i);
+        char32_t cps[2] = {0, 0};
+        int k = 0;
+        for_each_mapped(m, [&](char32_t c) { if (k < 2) cps[k++] = c; });
+        pairs.emplace((uint64_t(cps[0]) << 21) | cps[1], char32_t((plane << 16) | t::kDecompKeys[i]));
+        seconds.push_back(cps[1]);
+      }
     }
     for (char32_t c = kVBase; c < kVBase + kVCount; ++c) seconds.push_back(c);
     for (char32_t c = kTBase + 1; c < kTBase + kTCount; ++c) seconds.push_back(c);
