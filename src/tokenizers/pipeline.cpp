@@ -3,7 +3,6 @@
 #include "tokenizers/pipeline.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "core/error.h"
 #include "tokenizers/string_table.h"
@@ -53,8 +52,10 @@ class PipelineTokenizer final : public Tokenizer {
   std::vector<std::string_view> pieces_;  // id -> token string (model pieces and added tokens, owned by p_)
   std::vector<uint8_t> special_;
   AddedTokenMatcher raw_added_, normalized_added_;
-  std::unordered_map<std::string_view, int> added_index_;
-  std::unordered_map<std::string, int> special_labels_;
+  StringTable added_index_;      // added token contents; index -> added_ids_
+  std::vector<int> added_ids_;
+  StringTable special_labels_;   // special tokens by label; index -> special_label_ids_
+  std::vector<int> special_label_ids_;
 };
 
 PipelineTokenizer::PipelineTokenizer(Pipeline p) : p_(std::move(p)) {
@@ -84,7 +85,8 @@ PipelineTokenizer::PipelineTokenizer(Pipeline p) : p_(std::move(p)) {
       raw.push_back(std::move(t));
     }
   }
-  for (const AddedToken& t : p_.added) added_index_.emplace(pieces_[size_t(t.id)], t.id);
+  for (const AddedToken& t : p_.added)
+    if (size_t(added_index_.insert(pieces_[size_t(t.id)])) == added_ids_.size()) added_ids_.push_back(t.id);
   raw_added_ = AddedTokenMatcher(std::move(raw));
   normalized_added_ = AddedTokenMatcher(std::move(normalized));
   for (int id : {p_.ids.bos, p_.ids.eos, p_.ids.pad, p_.ids.unk})
@@ -99,7 +101,8 @@ PipelineTokenizer::PipelineTokenizer(Pipeline p) : p_(std::move(p)) {
     for (const char* c = p_.model->name(); *c; ++c) p_.kind.push_back(char(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c));
   }
   for (size_t id = 0; id < n; ++id)
-    if (special_[id]) special_labels_.emplace(special_label(pieces_[id]), int(id));
+    if (special_[id] && size_t(special_labels_.insert(special_label(pieces_[id]))) == special_label_ids_.size())
+      special_label_ids_.push_back(int(id));
 }
 
 void PipelineTokenizer::encode_stretch(std::string_view text, bool at_start, std::vector<int>& out, WordCache& cache) const {
@@ -205,8 +208,8 @@ std::string PipelineTokenizer::piece(int id) const {
 
 int PipelineTokenizer::token_id(std::string_view piece) const {
   if (const int id = p_.model->token_to_id(piece); id >= 0) return id;
-  if (auto it = added_index_.find(piece); it != added_index_.end()) return it->second;
-  if (auto it = special_labels_.find(std::string(piece)); it != special_labels_.end()) return it->second;
+  if (const int i = added_index_.find(piece); i >= 0) return added_ids_[size_t(i)];
+  if (const int i = special_labels_.find(piece); i >= 0) return special_label_ids_[size_t(i)];
   return -1;
 }
 

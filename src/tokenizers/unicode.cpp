@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
-#include <unordered_map>
 #include <vector>
 
 #include "tokenizers/unicode_tables.h"
@@ -199,7 +198,7 @@ void decompose(char32_t cp, bool compat, std::vector<Mark>& out) {
 
 // Primary composites (canonical pairs that recompose), from the kDecompKeys entries flagged so.
 struct Composition {
-  std::unordered_map<uint64_t, char32_t> pairs;
+  std::vector<uint64_t> pairs;    // sorted: first << 42 | second << 21 | composite
   std::vector<char32_t> seconds;  // sorted: code points that can be the second of a pair
   Composition() {
     for (uint32_t plane = 0; plane < 4; ++plane) {
@@ -209,12 +208,13 @@ struct Composition {
         char32_t cps[2] = {0, 0};
         int k = 0;
         for_each_mapped(m, [&](char32_t c) { if (k < 2) cps[k++] = c; });
-        pairs.emplace((uint64_t(cps[0]) << 21) | cps[1], char32_t((plane << 16) | t::kDecompKeys[i]));
+        pairs.push_back((uint64_t(cps[0]) << 42) | (uint64_t(cps[1]) << 21) | ((plane << 16) | t::kDecompKeys[i]));
         seconds.push_back(cps[1]);
       }
     }
     for (char32_t c = kVBase; c < kVBase + kVCount; ++c) seconds.push_back(c);
     for (char32_t c = kTBase + 1; c < kTBase + kTCount; ++c) seconds.push_back(c);
+    std::sort(pairs.begin(), pairs.end());
     std::sort(seconds.begin(), seconds.end());
     seconds.erase(std::unique(seconds.begin(), seconds.end()), seconds.end());
   }
@@ -224,8 +224,9 @@ struct Composition {
       return kHangulBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
     if (is_hangul_syllable(a) && (a - kHangulBase) % kTCount == 0 && b > kTBase && b < kTBase + kTCount)
       return a + (b - kTBase);
-    auto it = pairs.find((uint64_t(a) << 21) | b);
-    return it == pairs.end() ? 0 : it->second;
+    const uint64_t key = (uint64_t(a) << 42) | (uint64_t(b) << 21);
+    auto it = std::lower_bound(pairs.begin(), pairs.end(), key);
+    return it != pairs.end() && (*it >> 21) == (key >> 21) ? char32_t(*it & 0x1FFFFF) : 0;
   }
 };
 

@@ -36,10 +36,14 @@ VocabTokenizer::VocabTokenizer(std::string kind, VocabSpec spec)
   for (int id : prefix_) AL_CHECK(id >= 0 && id < n, kind_, " tokenizer: post-processor id ", id, " is outside the vocabulary (size ", n, ")");
   for (int id : suffix_) AL_CHECK(id >= 0 && id < n, kind_, " tokenizer: post-processor id ", id, " is outside the vocabulary (size ", n, ")");
   added_ = AddedTokenMatcher(std::move(spec.added));
-  index_.reserve(size_t(n));
-  for (int id = 0; id < n; ++id) index_.emplace(std::string_view(pieces_[size_t(id)]), id);  // first id wins
+  size_t bytes = 0;
+  for (const std::string& p : pieces_) bytes += p.size();
+  index_.reserve(size_t(n), bytes);
+  for (int id = 0; id < n; ++id)  // first id wins
+    if (size_t(index_.insert(pieces_[size_t(id)])) == index_ids_.size()) index_ids_.push_back(id);
   for (int id = 0; id < n; ++id)
-    if (special_[size_t(id)]) special_labels_.emplace(special_label(pieces_[size_t(id)]), id);
+    if (special_[size_t(id)] && size_t(special_labels_.insert(special_label(pieces_[size_t(id)]))) == label_ids_.size())
+      label_ids_.push_back(id);
 }
 
 std::vector<int> VocabTokenizer::encode(std::string_view text, bool add_special) const {
@@ -77,8 +81,8 @@ bool VocabTokenizer::is_special(int id) const {
 int VocabTokenizer::token_id(std::string_view piece) const {
   const int id = find(piece);
   if (id >= 0) return id;
-  auto it = special_labels_.find(std::string(piece));
-  return it == special_labels_.end() ? -1 : it->second;
+  const int i = special_labels_.find(piece);
+  return i < 0 ? -1 : label_ids_[size_t(i)];
 }
 
 void VocabTokenizer::check_id(int id, const char* what) const {
@@ -87,8 +91,8 @@ void VocabTokenizer::check_id(int id, const char* what) const {
 }
 
 int VocabTokenizer::find(std::string_view piece) const {
-  auto it = index_.find(piece);
-  return it == index_.end() ? -1 : it->second;
+  const int i = index_.find(piece);
+  return i < 0 ? -1 : index_ids_[size_t(i)];
 }
 
 }  // namespace attnlens::tok

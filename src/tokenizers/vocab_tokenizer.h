@@ -4,10 +4,10 @@
 #pragma once
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "tokenizers/added_tokens.h"
+#include "tokenizers/string_table.h"
 #include "tokenizers/tokenizer.h"
 
 namespace attnlens::tok {
@@ -23,7 +23,7 @@ struct VocabSpec {
 
 class VocabTokenizer : public Tokenizer {
  public:
-  VocabTokenizer(const VocabTokenizer&) = delete;  // index_ points into pieces_
+  VocabTokenizer(const VocabTokenizer&) = delete;
   VocabTokenizer& operator=(const VocabTokenizer&) = delete;
 
   std::vector<int> encode(std::string_view text, bool add_special = true) const final;
@@ -53,8 +53,10 @@ class VocabTokenizer : public Tokenizer {
  private:
   std::string kind_;
   std::vector<std::string> pieces_;
-  std::unordered_map<std::string_view, int> index_;  // views into pieces_ (never modified after build)
-  std::unordered_map<std::string, int> special_labels_;  // special tokens by label ("<s>" for "\n<s>\n")
+  StringTable index_;              // pieces; index -> index_ids_ (the first id of a duplicated piece)
+  std::vector<int> index_ids_;
+  StringTable special_labels_;     // special tokens by label ("<s>" for "\n<s>\n"); index -> label_ids_
+  std::vector<int> label_ids_;
   std::vector<uint8_t> special_;
   SpecialIds ids_;
   AddedTokenMatcher added_;

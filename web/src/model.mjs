@@ -208,7 +208,7 @@ export class Model {
     const text = renderChat(this.#chatModel(), messages, check.chatOptions(options, 'encodeChat'));
     return this.#exclusive(() => {
       const ids = Array.from(this.#handle.tokenize(text, false));
-      return { text, ids, pieces: ids.length ? this.#handle.pieces(ids) : [], special: ids.length ? this.#handle.special(ids) : [] };
+      return { text, ids, pieces: this.#labels.of(ids), special: ids.length ? this.#handle.special(ids) : [] };
     });
   }
 

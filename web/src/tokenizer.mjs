@@ -67,7 +67,7 @@ export class Tokenizer {
     this.#alive();
     const text = renderChat(this.#chatModel(), messages, check.chatOptions(options, 'encodeChat'));
     const ids = Array.from(this.#t.tokenize(text, false));
-    return { text, ids, pieces: this.#t.pieces(ids), special: this.#t.special(ids) };
+    return { text, ids, pieces: this.#labels.of(ids), special: this.#t.special(ids) };
   }
 
   #chatModel() {
