@@ -5,7 +5,9 @@ Run with Debian's interpreter (its unicodedata is the one the committed header n
     /usr/bin/python3 tools/gen_unicode_tables.py > src/tokenizers/unicode_tables.h
 
 Tables (all sorted, searched by binary search in src/tokenizers/unicode.cpp):
-  kCategoryRanges  general category of every code point, as ranges: (first << 5) | category index.
+  kCategoryFirst   general category of every code point, as ranges: the low 16 bits of each range's
+  kCategoryIndex   first code point, and its category index (a byte). kCategoryPlaneStart[p] is the
+  kCategoryPlaneStart  index of the first range starting in plane p (p = 0..17; [17] = the count).
   kLowerRuns       simple lowercase mappings grouped into runs (first, last, stride, delta):
                    cp in [first, last] with (cp - first) % stride == 0 maps to cp + delta.
                    The only multi-code-point lowercase (U+0130) is handled in unicode.cpp.
@@ -156,7 +158,9 @@ def main():
         f'inline constexpr const char* kUnicodeVersion = "{unicodedata.unidata_version}";',
         "// Category index order (matches unicode::Category).",
         "// " + " ".join(CATEGORIES),
-        emit_array("kCategoryRanges", "uint32_t", [f"0x{v:x}" for v in cats]),
+        emit_array("kCategoryPlaneStart", "uint16_t", [str(sum(1 for v in cats if (v >> 5) >> 16 < p)) for p in range(18)], 18),
+        emit_array("kCategoryFirst", "uint16_t", [f"0x{(v >> 5) & 0xFFFF:x}" for v in cats], 12),
+        emit_array("kCategoryIndex", "uint8_t", [str(v & 31) for v in cats], 24),
         "",
         "struct LowerRun { uint32_t first, last, stride; int32_t delta; };",
         emit_array("kLowerRuns", "LowerRun", [f"{{0x{a:x}, 0x{b:x}, {s}, {d}}}" for a, b, s, d in runs], 4),

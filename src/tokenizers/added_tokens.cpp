@@ -13,9 +13,11 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens) : tokens_(s
     AL_CHECK(!tokens_[i].content.empty(), "added token ", tokens_[i].id, " has empty content");
     by_first_byte_[uint8_t(tokens_[i].content[0])].push_back(int(i));
   }
-  for (auto& list : by_first_byte_)
-    std::stable_sort(list.begin(), list.end(),
-                     [&](int a, int b) { return tokens_[size_t(a)].content.size() > tokens_[size_t(b)].content.size(); });
+  for (auto& list : by_first_byte_)  // longest first; equal lengths in file order (a stable order)
+    std::sort(list.begin(), list.end(), [&](int a, int b) {
+      const size_t la = tokens_[size_t(a)].content.size(), lb = tokens_[size_t(b)].content.size();
+      return la > lb || (la == lb && a < b);
+    });
 }
 
 namespace {

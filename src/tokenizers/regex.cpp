@@ -103,6 +103,12 @@ bool nullable(const Node& n) {
   }
 }
 
+// The parser and the compiler run once per pattern: optimized for size even where this file is
+// compiled for speed (the wasm build compiles it -O2 for the matcher's loops; CMakeLists.txt).
+#ifdef __clang__
+#pragma clang attribute push(__attribute__((minsize)), apply_to = function)
+#endif
+
 // --- parser ---------------------------------------------------------------------------------------
 
 class Parser {
@@ -780,6 +786,10 @@ class Compiler {
 [[noreturn]] __attribute__((noinline)) void budget_exceeded(const std::string& pattern, size_t n) {
   fail("regex \"", pattern, "\": matching exceeded its step budget on a text of ", n, " characters");
 }
+
+#ifdef __clang__
+#pragma clang attribute pop
+#endif
 
 struct Thread {
   int32_t pc;

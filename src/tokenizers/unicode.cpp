@@ -15,10 +15,14 @@ const char* table_version() { return t::kUnicodeVersion; }
 
 namespace {
 Category category_lookup(char32_t cp) {
-  // Last range whose first code point is <= cp; kCategoryRanges[0] starts at 0.
-  const uint32_t key = (uint32_t(cp) << 5) | 31u;
-  const uint32_t* it = std::upper_bound(std::begin(t::kCategoryRanges), std::end(t::kCategoryRanges), key);
-  return Category(*(it - 1) & 31u);
+  // The last range whose first code point is <= cp: among the ranges starting in cp's plane, else
+  // the last one of an earlier plane (the first range starts at 0).
+  const uint32_t plane = uint32_t(cp) >> 16;
+  if (plane > 16) return Category::Cn;
+  const uint16_t* begin = t::kCategoryFirst + t::kCategoryPlaneStart[plane];
+  const uint16_t* end = t::kCategoryFirst + t::kCategoryPlaneStart[plane + 1];
+  const uint16_t* it = std::upper_bound(begin, end, uint16_t(cp & 0xFFFF));
+  return Category(t::kCategoryIndex[size_t(it - t::kCategoryFirst) - 1]);
 }
 
 struct Latin1Categories {  // the first 256 code points, looked up often
