@@ -19,19 +19,10 @@
 // a copy up in ~/.cache/attnlens-peers otherwise); models in <peers>/models (its make_models.sh).
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { basename, join } from 'node:path';
+import { peersDir, root } from './peers.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const log = (...a) => console.error(...a);
-
-function peersDir() {
-  const ready = (p) => ['bench_llamacpp.mjs', 'node_modules', 'models'].every((f) => existsSync(join(p, f)));
-  for (const p of [process.env.ATTNLENS_PEERS, join(root, '..', 'shared', 'peers'), join(homedir(), '.cache', 'attnlens-peers')])
-    if (p && ready(p)) return p;
-  return null;
-}
 
 function parseArgs(argv) {
   const a = { shapes: ['42M', '110M'], types: ['f32', 'q8_0', 'q4_0', 'q4_k_m'], platforms: ['wasm', 'native'],

@@ -65,6 +65,10 @@ std::vector<std::string> strings_field(const val& o, const char* key);  // array
 std::vector<std::vector<int>> int_lists_field(const val& o, const char* key);
 // A JSON value (objects, arrays, numbers, strings, booleans, null) as the same JS value.
 val json_to_val(const nlohmann::json& j);
+// A JS string as UTF-8, encoded exactly as TextEncoder encodes it: a lone surrogate becomes U+FFFD and
+// nothing else is lost. Every text that enters the engine goes through here (Embind's own std::string
+// conversion pairs a lone surrogate with the next code unit, losing it).
+std::string utf8(const val& s, const char* what);
 
 // A tokenizer's card as JS sees it (model.info.tokenizer, tokenizer.info: index.d.ts TokenizerInfo):
 // kind, vocabSize, bosId, eosId, the special tokens' text, addBosToken / addEosToken,
@@ -96,8 +100,8 @@ class ModelHandle {
   val info(const SessionHandle& session) const;
   val prompt_format() const;  // {addSpecial, emptyPromptToken, stopTokens, …} (index.d.ts PromptFormat)
   bool has_tokenizer() const { return m_->tokenizer() != nullptr; }
-  val tokenize(const std::string& text, bool add_special) const;  // Int32Array
-  val encode_prompt(const std::string& text) const;             // Int32Array, as generation builds it
+  val tokenize(const val& text, bool add_special) const;  // Int32Array
+  val encode_prompt(const val& text) const;             // Int32Array, as generation builds it
   val pieces(const val& ids) const;                              // Array<string>
   val special(const val& ids) const;                             // Array<boolean>: special/control tokens
   std::string detokenize(const val& ids) const;

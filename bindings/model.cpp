@@ -99,13 +99,15 @@ val ModelHandle::prompt_format() const {
   });
 }
 
-val ModelHandle::tokenize(const std::string& text, bool add_special) const {
-  return guarded([&] { return to_int32_array(generate::encode_text(m_->require_tokenizer(), m_->prompt_format().special, text, add_special)); });
+val ModelHandle::tokenize(const val& text, bool add_special) const {
+  return guarded([&] {
+    return to_int32_array(generate::encode_text(m_->require_tokenizer(), m_->prompt_format().special, utf8(text, "text"), add_special));
+  });
 }
 
-val ModelHandle::encode_prompt(const std::string& text) const {
+val ModelHandle::encode_prompt(const val& text) const {
   return guarded([&] {
-    return to_int32_array(generate::encode_prompt(m_->require_tokenizer(), m_->prompt_format(), text));
+    return to_int32_array(generate::encode_prompt(m_->require_tokenizer(), m_->prompt_format(), utf8(text, "text")));
   });
 }
 

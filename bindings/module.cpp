@@ -69,6 +69,16 @@ bool bool_field(const val& o, const char* key, bool fallback) {
   return v.as<bool>();
 }
 
+std::string utf8(const val& s, const char* what) {
+  AL_CHECK(s.isString(), what, " must be a string");
+  static const val encoder = val::global("TextEncoder").new_();
+  const val bytes = encoder.call<val>("encode", s);
+  std::string out(bytes["length"].as<size_t>(), '\0');
+  if (!out.empty())
+    val(emscripten::typed_memory_view(out.size(), reinterpret_cast<unsigned char*>(out.data()))).call<void>("set", bytes);
+  return out;
+}
+
 std::vector<std::string> strings_field(const val& o, const char* key) {
   const val v = field(o, key);
   std::vector<std::string> out;
@@ -78,7 +88,7 @@ std::vector<std::string> strings_field(const val& o, const char* key) {
   for (int i = 0; i < n; ++i) {
     const val s = v[i];
     AL_CHECK(s.isString(), "option ", key, "[", i, "] must be a string");
-    out.push_back(s.as<std::string>());
+    out.push_back(utf8(s, key));
   }
   return out;
 }

@@ -71,7 +71,7 @@ val SessionHandle::embed(const val& inputs, const val& options) {
       std::vector<std::string> texts;
       for (int i = 0; i < n; ++i) {
         AL_CHECK(inputs[i].isString(), "embed: inputs[", i, "] must be a string like the others");
-        texts.push_back(inputs[i].as<std::string>());
+        texts.push_back(utf8(inputs[i], "inputs[i]"));
       }
       in = runtime::tokenize_inputs(m_->require_tokenizer(), texts, limit);
     } else {

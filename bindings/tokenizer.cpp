@@ -51,8 +51,8 @@ class TokenizerHandle {
       return 0;
     });
   }
-  val tokenize(const std::string& text, bool add_special) const {
-    return guarded([&] { return to_int32_array(generate::encode_text(*t_.tokenizer, t_.flags, text, add_special)); });
+  val tokenize(const val& text, bool add_special) const {
+    return guarded([&] { return to_int32_array(generate::encode_text(*t_.tokenizer, t_.flags, utf8(text, "text"), add_special)); });
   }
   val pieces(const val& ids) const {
     return guarded([&] {

@@ -163,11 +163,7 @@ std::unique_ptr<Tokenizer> gguf_tokenizer(const nlohmann::json& meta, const std:
     } catch (const nlohmann::json::type_error&) {  // 316: a string that is not UTF-8
       fail(source, ": tokenizer.ggml.tokens or tokenizer.ggml.merges holds a string that is not valid UTF-8");
     }
-    try {
-      return load_hf_tokenizer(text);
-    } catch (const Error& e) {  // its messages speak of tokenizer.json: say where this one came from
-      fail(source, ": the GGUF tokenizer (as a tokenizer.json): ", e.what());
-    }
+    return load_hf_tokenizer(text, source + " (its tokenizer as a tokenizer.json)");
   }
   fail(source, ": unsupported GGUF tokenizer model \"", brief_name(kind), "\" (supported: llama, gpt2)");
 }
@@ -498,7 +494,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const File& file, int vocab_size) {
       return load_llama2c_tokenizer(file.bytes.data(), file.bytes.size(),
                                     vocab_size > 0 ? vocab_size : count_llama2c_tokens(file));
     case FileKind::Json:
-      return load_hf_tokenizer(std::string_view(reinterpret_cast<const char*>(file.bytes.data()), file.bytes.size()));
+      return load_hf_tokenizer(std::string_view(reinterpret_cast<const char*>(file.bytes.data()), file.bytes.size()), file.name);
     case FileKind::Gguf: {
       ModelFile g = read_gguf(bytes_of(file));
       auto t = gguf_tokenizer(g.config, file.name);
@@ -592,7 +588,7 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
     out->tokenizer_ = in_file(r.tokenizer_json->name, [&] {
       return load_hf_tokenizer(
           std::string_view(reinterpret_cast<const char*>(r.tokenizer_json->bytes.data()), r.tokenizer_json->bytes.size()),
-          mi.source_vocab_size);
+          r.tokenizer_json->name, mi.source_vocab_size);
     });
   if (out->tokenizer_)
     AL_CHECK(out->tokenizer_->vocab_size() <= mi.source_vocab_size, "the tokenizer has ", out->tokenizer_->vocab_size(),

@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <queue>
-#include <unordered_map>
+#include <algorithm>
 #include <vector>
 
 namespace attnlens::tok {
@@ -63,22 +63,61 @@ void bpe_merge(std::vector<int>& ids, const Lookup& lookup) {
   for (int i = 0; i >= 0; i = sym[size_t(i)].next) ids.push_back(sym[size_t(i)].id);  // symbol 0 never dies
 }
 
-// Merge ranks keyed by the pair of token ids (HF tokenizers' merges map). A later duplicate of a
-// pair replaces the earlier one, as when HF and GPT-2's encoder build their maps.
+// Merge ranks keyed by the pair of token ids (HF tokenizers' merges map), stored by left token: the
+// merges of left id l are entries [start[l], start[l + 1]) sorted by right id, found by binary
+// search. A later duplicate of a pair replaces the earlier one, as when HF and GPT-2's encoder build
+// their maps. Flat arrays: fast to build from 280k merges and cache-friendly to search.
 class PairRanks {
  public:
-  void add(int left, int right, int rank, int merged) { map_[key(left, right)] = {rank, merged}; }
+  struct Merge {
+    int left, right, rank, merged;
+  };
+  // merges in rank order; every id below vocab_size.
+  void build(std::vector<Merge> merges, int vocab_size) {
+    start_.assign(size_t(vocab_size) + 1, 0);
+    for (const Merge& m : merges) ++start_[size_t(m.left) + 1];
+    for (size_t i = 1; i < start_.size(); ++i) start_[i] += start_[i - 1];
+    entries_.assign(merges.size(), Entry{0, {0, 0}});
+    std::vector<uint32_t> fill(start_.begin(), start_.end() - 1);
+    for (const Merge& m : merges) entries_[fill[size_t(m.left)]++] = {m.right, {m.rank, m.merged}};
+    // Sort each left's list by right id; of duplicates keep the last (highest rank index).
+    size_t out = 0;
+    std::vector<uint32_t> new_start(start_.size(), 0);
+    for (size_t l = 0; l + 1 < start_.size(); ++l) {
+      Entry* b = entries_.data() + start_[l];
+      Entry* e = entries_.data() + start_[l + 1];
+      std::sort(b, e, [](const Entry& x, const Entry& y) { return x.right != y.right ? x.right < y.right : x.value.rank < y.value.rank; });
+      new_start[l] = uint32_t(out);
+      for (Entry* p = b; p < e; ++p) {
+        if (p + 1 < e && (p + 1)->right == p->right) continue;  // a later duplicate follows
+        entries_[out++] = *p;
+      }
+    }
+    new_start.back() = uint32_t(out);
+    entries_.resize(out);
+    start_ = std::move(new_start);
+  }
   bool operator()(int left, int right, MergeCandidate& out) const {
-    auto it = map_.find(key(left, right));
-    if (it == map_.end()) return false;
-    out = it->second;
+    if (size_t(left) + 1 >= start_.size()) return false;
+    size_t lo = start_[size_t(left)], hi = start_[size_t(left) + 1];
+    while (lo < hi) {
+      const size_t mid = (lo + hi) / 2;
+      if (entries_[mid].right < right) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo == start_[size_t(left) + 1] || entries_[lo].right != right) return false;
+    out = entries_[lo].value;
     return true;
   }
-  size_t size() const { return map_.size(); }
+  size_t size() const { return entries_.size(); }
 
  private:
-  static uint64_t key(int left, int right) { return (uint64_t(uint32_t(left)) << 32) | uint32_t(right); }
-  std::unordered_map<uint64_t, MergeCandidate> map_;
+  struct Entry {
+    int right;
+    MergeCandidate value;
+  };
+  std::vector<uint32_t> start_;
+  std::vector<Entry> entries_;
 };
 
 }  // namespace attnlens::tok

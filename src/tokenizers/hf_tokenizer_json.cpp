@@ -1,399 +1,633 @@
-// Hugging Face tokenizer.json: reads the pipeline description (normalizer, pre_tokenizer, model,
-// post_processor, decoder, added_tokens) and builds the matching tokenizer kind. Only the
-// configurations AttnLens' model families use are accepted; anything else throws naming it.
-//   model BPE  + pre_tokenizer ByteLevel                        -> byte-level BPE (GPT-2, RoBERTa)
-//   model BPE  + normalizer [Prepend "▁", Replace " " -> "▁"]
-//              or pre_tokenizer Metaspace (split false)        -> SentencePiece BPE merged by rank (Llama)
-//   model WordPiece + BertNormalizer + BertPreTokenizer        -> WordPiece (BERT)
+// Hugging Face tokenizer.json: builds a Pipeline (pipeline.h) from the file's own description:
+// normalizer, pre_tokenizer, model, post_processor, decoder, added_tokens, truncation, padding.
+// Every component is named by its JSON path in errors, e.g.
+//   tokenizer.json: pre_tokenizer.pretokenizers[1].type = "Foo" is not a supported pre-tokenizer (...)
+// Options a component has but AttnLens does not apply are errors too (BPE dropout, a pair-only
+// template, ...), never silently ignored; options that only concern offsets (trim_offsets) or pairs of
+// sequences do not change the ids of one sequence and are accepted.
 #include <algorithm>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/json.h"
 #include "core/limits.h"
-#include "tokenizers/byte_level_bpe.h"
-#include "tokenizers/sentencepiece_bpe.h"
+#include "tokenizers/decoders.h"
+#include "tokenizers/json_vocab.h"
+#include "tokenizers/models.h"
+#include "tokenizers/normalizers.h"
+#include "tokenizers/pipeline.h"
+#include "tokenizers/post_processors.h"
+#include "tokenizers/pre_tokenizers.h"
 #include "tokenizers/tokenizer.h"
-#include "tokenizers/wordpiece.h"
 
 namespace attnlens {
 
 namespace {
 
 using json = nlohmann::json;
-using tok::AddedToken;
-using tok::VocabSpec;
+using namespace tok;
 
-constexpr int kMaxVocab = limits::kMaxVocab;  // far above any real vocabulary; guards against absurd ids
+constexpr int64_t kMaxVocab = limits::kMaxVocab;  // far above any real vocabulary; guards against absurd ids
 const char* const kSpaceMarker = "\xE2\x96\x81";  // "▁"
 
-template <class... Parts>
-[[noreturn]] void bad(const Parts&... parts) {
-  fail("tokenizer.json: ", parts...);
+struct Ctx {
+  std::string source;        // file name for messages
+  bool byte_level = false;   // a ByteLevel pre-tokenizer / decoder: kind "byte-level-bpe"
+  bool metaspace = false;    // "▁" spaces (Metaspace, Prepend / Replace with "▁"): "sentencepiece-bpe"
+  int64_t max_vocab = kMaxVocab;  // ids must be below it (the model's vocabulary, when there is a model)
+
+  template <class... Parts>
+  [[noreturn]] void bad(const Parts&... parts) const {
+    fail(source, ": ", parts...);
+  }
+
+  // The member key of obj, or nullptr when it is absent or null.
+  static const json* get(const json& obj, const char* key) {
+    auto it = obj.find(key);
+    return it == obj.end() || it->is_null() ? nullptr : &*it;
+  }
+  const json& object(const json& obj, const char* key, const std::string& path) const {
+    const json* v = get(obj, key);
+    if (!v) bad(path, ".", key, " is missing");
+    if (!v->is_object()) bad(path, ".", key, " must be an object");
+    return *v;
+  }
+  const json& array(const json& obj, const char* key, const std::string& path) const {
+    const json* v = get(obj, key);
+    if (!v) bad(path, ".", key, " is missing");
+    if (!v->is_array()) bad(path, ".", key, " must be an array");
+    return *v;
+  }
+  std::string str(const json& obj, const char* key, const std::string& path, const std::string& fallback) const {
+    const json* v = get(obj, key);
+    if (!v) return fallback;
+    if (!v->is_string()) bad(path, ".", key, " must be a string");
+    return v->get<std::string>();
+  }
+  std::string required_str(const json& obj, const char* key, const std::string& path) const {
+    if (!get(obj, key)) bad(path, ".", key, " is missing");
+    return str(obj, key, path, "");
+  }
+  bool flag(const json& obj, const char* key, const std::string& path, bool fallback) const {
+    const json* v = get(obj, key);
+    if (!v) return fallback;
+    if (!v->is_boolean()) bad(path, ".", key, " must be true or false");
+    return v->get<bool>();
+  }
+  int64_t integer(const json& obj, const char* key, const std::string& path, int64_t fallback, int64_t lo, int64_t hi) const {
+    const json* v = get(obj, key);
+    if (!v) return fallback;
+    if (!v->is_number_integer() || v->get<int64_t>() < lo || v->get<int64_t>() > hi)
+      bad(path, ".", key, " must be an integer in [", lo, ", ", hi, "]");
+    return v->get<int64_t>();
+  }
+  int id(const json& v, const std::string& path) const {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= kMaxVocab)
+      bad(path, " is ", json_brief(v), ": it must be a token id (a non-negative integer below ", kMaxVocab, ")");
+    if (v.get<int64_t>() >= max_vocab) bad(path, " is id ", v.get<int64_t>(), ", but the model has only ", max_vocab, " tokens");
+    return int(v.get<int64_t>());
+  }
+  // "type" of a component object.
+  std::string type(const json& c, const std::string& path) const {
+    if (!c.is_object()) bad(path, " must be an object or null");
+    const json* t = get(c, "type");
+    if (!t) bad(path, ".type is missing");
+    if (!t->is_string()) bad(path, ".type must be a string");
+    return t->get<std::string>();
+  }
+  [[noreturn]] void unsupported(const std::string& path, const std::string& type, const char* family,
+                                const char* supported) const {
+    bad(path, ".type = \"", brief_name(type), "\" is not a supported ", family, " (supported: ", supported, ")");
+  }
+  // Members the component may have; anything else is an option we would silently ignore.
+  void known_keys(const json& c, const std::string& path, std::initializer_list<const char*> keys) const {
+    for (auto it = c.begin(); it != c.end(); ++it) {
+      if (it.key() == "type") continue;
+      if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; }))
+        bad(path, ".", brief_name(it.key()), " is not an option AttnLens knows for this component");
+    }
+  }
+};
+
+std::string index_path(const std::string& path, const char* key, size_t i) {
+  return path + "." + key + "[" + std::to_string(i) + "]";
 }
 
-// The member key of obj, or nullptr when it is absent or null.
-const json* get(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
+// --- patterns -------------------------------------------------------------------------------------
+
+Pattern pattern_of(Ctx& ctx, const json& c, const std::string& path) {
+  const json& p = ctx.object(c, "pattern", path);
+  const std::string where = path + ".pattern";
+  if (p.size() != 1) ctx.bad(where, " must be {\"String\": ...} or {\"Regex\": ...}");
+  if (const json* s = Ctx::get(p, "String")) {
+    if (!s->is_string()) ctx.bad(where, ".String must be a string");
+    return Pattern::literal(s->get<std::string>());
+  }
+  if (const json* r = Ctx::get(p, "Regex")) {
+    if (!r->is_string()) ctx.bad(where, ".Regex must be a string");
+    try {
+      return Pattern::regex(r->get<std::string>());
+    } catch (const Error& e) {
+      ctx.bad(where, ".Regex: ", e.what());
+    }
+  }
+  ctx.bad(where, " must be {\"String\": ...} or {\"Regex\": ...}");
 }
 
-const json& require_object(const json& obj, const char* key, const char* where) {
-  const json* v = get(obj, key);
-  if (!v) bad(where, ".", key, " is missing");
-  if (!v->is_object()) bad(where, ".", key, " must be an object");
-  return *v;
+// --- normalizers ----------------------------------------------------------------------------------
+
+std::string decode_base64(Ctx& ctx, const std::string& s, const std::string& path) {
+  std::string out;
+  out.reserve(s.size() / 4 * 3);
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t pad = 0;
+  for (char ch : s) {
+    int v;
+    if (ch >= 'A' && ch <= 'Z') v = ch - 'A';
+    else if (ch >= 'a' && ch <= 'z') v = ch - 'a' + 26;
+    else if (ch >= '0' && ch <= '9') v = ch - '0' + 52;
+    else if (ch == '+' || ch == '-') v = 62;
+    else if (ch == '/' || ch == '_') v = 63;
+    else if (ch == '=') { ++pad; continue; }
+    else ctx.bad(path, " is not base64 (character ", int(uint8_t(ch)), ")");
+    if (pad) ctx.bad(path, " is not base64 (data after '=')");
+    acc = (acc << 6) | uint32_t(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(char((acc >> bits) & 0xFF));
+    }
+  }
+  return out;
 }
 
-std::string string_of(const json& obj, const char* key, const char* where, const std::string& fallback) {
-  const json* v = get(obj, key);
-  if (!v) return fallback;
-  if (!v->is_string()) bad(where, ".", key, " must be a string");
-  return v->get<std::string>();
+std::unique_ptr<Normalizer> normalizer(Ctx& ctx, const json& c, const std::string& path) {
+  const std::string t = ctx.type(c, path);
+  if (t == "NFC" || t == "NFD" || t == "NFKC" || t == "NFKD") {
+    ctx.known_keys(c, path, {});
+    const unicode::NormalForm f = t == "NFC" ? unicode::NormalForm::NFC : t == "NFD" ? unicode::NormalForm::NFD
+                                : t == "NFKC" ? unicode::NormalForm::NFKC : unicode::NormalForm::NFKD;
+    return std::make_unique<UnicodeNormalizer>(f);
+  }
+  if (t == "Lowercase") {
+    ctx.known_keys(c, path, {});
+    return std::make_unique<LowercaseNormalizer>();
+  }
+  if (t == "Strip") {
+    ctx.known_keys(c, path, {"strip_left", "strip_right"});
+    return std::make_unique<StripNormalizer>(ctx.flag(c, "strip_left", path, true), ctx.flag(c, "strip_right", path, true));
+  }
+  if (t == "StripAccents") {
+    ctx.known_keys(c, path, {});
+    return std::make_unique<StripAccentsNormalizer>();
+  }
+  if (t == "Replace") {
+    ctx.known_keys(c, path, {"pattern", "content"});
+    const std::string content = ctx.required_str(c, "content", path);
+    if (content.find(kSpaceMarker) != std::string::npos) ctx.metaspace = true;
+    return std::make_unique<ReplaceNormalizer>(pattern_of(ctx, c, path), content);
+  }
+  if (t == "Prepend") {
+    ctx.known_keys(c, path, {"prepend"});
+    const std::string p = ctx.required_str(c, "prepend", path);
+    if (p == kSpaceMarker) ctx.metaspace = true;
+    return std::make_unique<PrependNormalizer>(p);
+  }
+  if (t == "BertNormalizer") {
+    ctx.known_keys(c, path, {"clean_text", "handle_chinese_chars", "strip_accents", "lowercase"});
+    BertNormalizerOptions o;
+    o.clean_text = ctx.flag(c, "clean_text", path, true);
+    o.handle_chinese_chars = ctx.flag(c, "handle_chinese_chars", path, true);
+    o.lowercase = ctx.flag(c, "lowercase", path, true);
+    o.strip_accents = ctx.flag(c, "strip_accents", path, o.lowercase);  // null: as lowercase
+    return std::make_unique<BertNormalizer>(o);
+  }
+  if (t == "Precompiled") {
+    ctx.known_keys(c, path, {"precompiled_charsmap"});
+    const std::string b64 = ctx.str(c, "precompiled_charsmap", path, "");
+    try {
+      return std::make_unique<PrecompiledNormalizer>(decode_base64(ctx, b64, path + ".precompiled_charsmap"));
+    } catch (const Error& e) {
+      ctx.bad(path, ".precompiled_charsmap: ", e.what());
+    }
+  }
+  if (t == "Sequence") {
+    ctx.known_keys(c, path, {"normalizers"});
+    const json& list = ctx.array(c, "normalizers", path);
+    std::vector<std::unique_ptr<Normalizer>> parts;
+    for (size_t i = 0; i < list.size(); ++i) parts.push_back(normalizer(ctx, list[i], index_path(path, "normalizers", i)));
+    return std::make_unique<SequenceNormalizer>(std::move(parts));
+  }
+  ctx.unsupported(path, t, "normalizer",
+                  "NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, Replace, Prepend, BertNormalizer, "
+                  "Precompiled, Sequence");
 }
 
-bool bool_of(const json& obj, const char* key, const char* where, bool fallback) {
-  const json* v = get(obj, key);
-  if (!v) return fallback;
-  if (!v->is_boolean()) bad(where, ".", key, " must be true or false");
-  return v->get<bool>();
+// --- pre-tokenizers -------------------------------------------------------------------------------
+
+SplitBehavior behavior_of(Ctx& ctx, const json& c, const std::string& path, SplitBehavior fallback) {
+  const std::string b = ctx.str(c, "behavior", path, "");
+  if (b.empty()) return fallback;
+  if (b == "Removed") return SplitBehavior::Removed;
+  if (b == "Isolated") return SplitBehavior::Isolated;
+  if (b == "MergedWithPrevious") return SplitBehavior::MergedWithPrevious;
+  if (b == "MergedWithNext") return SplitBehavior::MergedWithNext;
+  if (b == "Contiguous") return SplitBehavior::Contiguous;
+  ctx.bad(path, ".behavior = \"", b, "\" is not one of Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous");
 }
 
-int id_of(const json& v, const std::string& what) {
-  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= kMaxVocab)
-    bad(what, " is ", json_brief(v), ": it must be a token id (a non-negative integer below ", kMaxVocab, ")");
-  return int(v.get<int64_t>());
+MetaspaceOptions metaspace_of(Ctx& ctx, const json& c, const std::string& path) {
+  ctx.metaspace = true;
+  MetaspaceOptions o;
+  o.replacement = ctx.str(c, "replacement", path, kSpaceMarker);
+  if (o.replacement.empty() || unicode::decode_utf8(o.replacement, 0).len != o.replacement.size())
+    ctx.bad(path, ".replacement must be one character");
+  std::string scheme = ctx.str(c, "prepend_scheme", path, "");
+  if (scheme.empty()) scheme = ctx.flag(c, "add_prefix_space", path, true) ? "always" : "never";  // older files
+  if (scheme == "always") o.prepend_scheme = PrependScheme::Always;
+  else if (scheme == "first") o.prepend_scheme = PrependScheme::First;
+  else if (scheme == "never") o.prepend_scheme = PrependScheme::Never;
+  else ctx.bad(path, ".prepend_scheme = \"", scheme, "\" is not one of always, first, never");
+  o.split = ctx.flag(c, "split", path, true);
+  return o;
 }
 
-// "type" of a pipeline component, or "" for null / absent components.
-std::string type_of(const json& root, const char* component) {
-  const json* c = get(root, component);
-  if (!c) return "";
-  if (!c->is_object()) bad(component, " must be an object or null");
-  const std::string t = string_of(*c, "type", component, "");
-  if (t.empty()) bad(component, ".type is missing");
-  return t;
+std::unique_ptr<PreTokenizer> pre_tokenizer(Ctx& ctx, const json& c, const std::string& path) {
+  const std::string t = ctx.type(c, path);
+  if (t == "ByteLevel") {
+    ctx.known_keys(c, path, {"add_prefix_space", "trim_offsets", "use_regex"});
+    ctx.byte_level = true;
+    return std::make_unique<ByteLevelPreTokenizer>(ctx.flag(c, "add_prefix_space", path, true),
+                                                   ctx.flag(c, "use_regex", path, true));
+  }
+  if (t == "Split") {
+    ctx.known_keys(c, path, {"pattern", "behavior", "invert"});
+    if (!Ctx::get(c, "behavior")) ctx.bad(path, ".behavior is missing");
+    return std::make_unique<SplitPreTokenizer>(pattern_of(ctx, c, path), behavior_of(ctx, c, path, SplitBehavior::Isolated),
+                                               ctx.flag(c, "invert", path, false));
+  }
+  if (t == "Metaspace") {
+    ctx.known_keys(c, path, {"replacement", "prepend_scheme", "split", "add_prefix_space", "str_rep"});
+    return std::make_unique<MetaspacePreTokenizer>(metaspace_of(ctx, c, path));
+  }
+  if (t == "Whitespace") {
+    ctx.known_keys(c, path, {});
+    return std::make_unique<WhitespacePreTokenizer>();
+  }
+  if (t == "WhitespaceSplit") {
+    ctx.known_keys(c, path, {});
+    return std::make_unique<WhitespaceSplitPreTokenizer>();
+  }
+  if (t == "Punctuation") {
+    ctx.known_keys(c, path, {"behavior"});
+    return std::make_unique<PunctuationPreTokenizer>(behavior_of(ctx, c, path, SplitBehavior::Isolated));
+  }
+  if (t == "Digits") {
+    ctx.known_keys(c, path, {"individual_digits"});
+    return std::make_unique<DigitsPreTokenizer>(ctx.flag(c, "individual_digits", path, false));
+  }
+  if (t == "BertPreTokenizer") {
+    ctx.known_keys(c, path, {});
+    return std::make_unique<BertPreTokenizer>();
+  }
+  if (t == "CharDelimiterSplit") {
+    ctx.known_keys(c, path, {"delimiter"});
+    const std::string d = ctx.required_str(c, "delimiter", path);
+    const unicode::Utf8Step s = unicode::decode_utf8(d, 0);
+    if (d.empty() || !s.valid || s.len != d.size()) ctx.bad(path, ".delimiter must be one character");
+    return std::make_unique<CharDelimiterSplitPreTokenizer>(s.cp);
+  }
+  if (t == "Sequence") {
+    ctx.known_keys(c, path, {"pretokenizers"});
+    const json& list = ctx.array(c, "pretokenizers", path);
+    std::vector<std::unique_ptr<PreTokenizer>> parts;
+    for (size_t i = 0; i < list.size(); ++i) parts.push_back(pre_tokenizer(ctx, list[i], index_path(path, "pretokenizers", i)));
+    return std::make_unique<SequencePreTokenizer>(std::move(parts));
+  }
+  ctx.unsupported(path, t, "pre-tokenizer",
+                  "ByteLevel, Split, Metaspace, Whitespace, WhitespaceSplit, Punctuation, Digits, BertPreTokenizer, "
+                  "CharDelimiterSplit, Sequence");
 }
 
-// --- vocabulary ---------------------------------------------------------------------------------
+// --- models ---------------------------------------------------------------------------------------
 
-std::vector<AddedToken> read_added_tokens(const json& root) {
+std::unique_ptr<Model> model(Ctx& ctx, const json& m, VocabLists& lists, bool& byte_fallback) {
+  const std::string path = "model";
+  if (!m.is_object()) ctx.bad("model must be an object");
+  const json* tj = Ctx::get(m, "type");
+  std::string t;
+  if (tj) {
+    if (!tj->is_string()) ctx.bad("model.type must be a string");
+    t = tj->get<std::string>();
+  } else if (lists.has_merges) {
+    t = "BPE";  // older files leave the type out
+  } else {
+    ctx.bad("model.type is missing");
+  }
+  const auto need_vocab = [&](bool object) {
+    if (!lists.has_vocab) ctx.bad("model.vocab is missing");
+    if (object && !lists.vocab_is_object) ctx.bad("model.vocab must be an object {\"piece\": id}");
+    if (!object && lists.vocab_is_object) ctx.bad("model.vocab must be an array of [\"piece\", score]");
+  };
+  if (t == "BPE") {
+    need_vocab(true);
+    ctx.known_keys(m, path, {"dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk",
+                             "byte_fallback", "ignore_merges", "vocab", "merges"});
+    if (const json* d = Ctx::get(m, "dropout"); d && !(d->is_number() && d->get<double>() == 0.0))
+      ctx.bad("model.dropout = ", json_brief(*d), ": BPE dropout (random segmentation for training) is not supported");
+    BpeConfig c;
+    c.pieces = std::move(lists.pieces);
+    c.merges = std::move(lists.merges);
+    c.unk_token = ctx.str(m, "unk_token", path, "");
+    c.continuing_subword_prefix = ctx.str(m, "continuing_subword_prefix", path, "");
+    c.end_of_word_suffix = ctx.str(m, "end_of_word_suffix", path, "");
+    c.byte_fallback = byte_fallback = ctx.flag(m, "byte_fallback", path, false);
+    c.fuse_unk = ctx.flag(m, "fuse_unk", path, false);
+    c.ignore_merges = ctx.flag(m, "ignore_merges", path, false);
+    return std::make_unique<BpeModel>(std::move(c));
+  }
+  if (lists.has_merges && (t == "WordPiece" || t == "Unigram")) ctx.bad("model.merges: a ", t, " model has no merges");
+  if (t == "WordPiece") {
+    need_vocab(true);
+    ctx.known_keys(m, path, {"unk_token", "continuing_subword_prefix", "max_input_chars_per_word", "vocab"});
+    WordPieceConfig c;
+    c.pieces = std::move(lists.pieces);
+    c.unk_token = ctx.str(m, "unk_token", path, "[UNK]");
+    c.continuing_subword_prefix = ctx.str(m, "continuing_subword_prefix", path, "##");
+    c.max_input_chars_per_word = int(ctx.integer(m, "max_input_chars_per_word", path, 100, 1, 1000000));
+    return std::make_unique<WordPieceModel>(std::move(c));
+  }
+  if (t == "Unigram") {
+    need_vocab(false);
+    ctx.known_keys(m, path, {"unk_id", "vocab", "byte_fallback"});
+    UnigramConfig c;
+    c.vocab = std::move(lists.scored);
+    c.unk_id = int(ctx.integer(m, "unk_id", path, -1, 0, int64_t(c.vocab.size()) - 1));
+    c.byte_fallback = byte_fallback = ctx.flag(m, "byte_fallback", path, false);
+    return std::make_unique<UnigramModel>(std::move(c));
+  }
+  ctx.bad("model.type = \"", t, "\" is not a supported model (supported: BPE, WordPiece, Unigram)");
+}
+
+// --- added tokens ---------------------------------------------------------------------------------
+
+std::vector<AddedToken> added_tokens(Ctx& ctx, const json& root) {
   std::vector<AddedToken> out;
-  const json* list = get(root, "added_tokens");
+  const json* list = Ctx::get(root, "added_tokens");
   if (!list) return out;
-  if (!list->is_array()) bad("added_tokens must be an array");
+  if (!list->is_array()) ctx.bad("added_tokens must be an array");
+  if (list->size() > size_t(kMaxVocab)) ctx.bad("added_tokens has ", list->size(), " entries (at most ", kMaxVocab, ")");
   for (size_t i = 0; i < list->size(); ++i) {
     const json& t = (*list)[i];
-    const std::string where = "added_tokens[" + std::to_string(i) + "]";
-    if (!t.is_object() || !t.contains("id") || !t.contains("content")) bad(where, " needs an id and a content");
+    const std::string path = "added_tokens[" + std::to_string(i) + "]";
+    if (!t.is_object() || !t.contains("id") || !t.contains("content")) ctx.bad(path, " needs an id and a content");
     AddedToken a;
-    a.id = id_of(t["id"], where + ".id");
-    a.content = string_of(t, "content", where.c_str(), "");
-    if (a.content.empty()) bad(where, ".content is empty");
-    a.special = bool_of(t, "special", where.c_str(), false);
-    a.lstrip = bool_of(t, "lstrip", where.c_str(), false);
-    a.rstrip = bool_of(t, "rstrip", where.c_str(), false);
-    a.single_word = bool_of(t, "single_word", where.c_str(), false);
+    a.id = ctx.id(t["id"], path + ".id");
+    a.content = ctx.str(t, "content", path, "");
+    if (a.content.empty()) ctx.bad(path, ".content is empty");
+    if (a.content.size() > size_t(limits::kMaxTokenBytes))
+      ctx.bad(path, ".content has ", a.content.size(), " bytes (at most ", limits::kMaxTokenBytes, ")");
+    if (!unicode::decode_utf8(a.content, 0).valid && unicode::sanitize_utf8(a.content) != a.content)
+      ctx.bad(path, ".content is not valid UTF-8");
+    a.special = ctx.flag(t, "special", path, false);
+    a.lstrip = ctx.flag(t, "lstrip", path, false);
+    a.rstrip = ctx.flag(t, "rstrip", path, false);
+    a.single_word = ctx.flag(t, "single_word", path, false);
+    a.normalized = ctx.flag(t, "normalized", path, !a.special);
     out.push_back(std::move(a));
   }
   return out;
 }
 
-// model.vocab ({piece: id}) plus the added tokens, as pieces indexed by id.
-std::vector<std::string> read_vocab(const json& model, const std::vector<AddedToken>& added) {
-  const json& vocab = require_object(model, "vocab", "model");
-  int n = 0;
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) n = std::max(n, id_of(it.value(), "model.vocab[\"" + it.key() + "\"]") + 1);
-  for (const AddedToken& a : added) n = std::max(n, a.id + 1);
-  if (n == 0) bad("model.vocab is empty");
-  std::vector<std::string> pieces(static_cast<size_t>(n));
-  std::vector<uint8_t> seen(static_cast<size_t>(n), 0);
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    const int id = it.value().get<int>();
-    if (seen[size_t(id)]) bad("model.vocab gives id ", id, " to both \"", pieces[size_t(id)], "\" and \"", it.key(), "\"");
-    seen[size_t(id)] = 1;
-    pieces[size_t(id)] = it.key();
-  }
-  for (const AddedToken& a : added) {
-    if (seen[size_t(a.id)] && pieces[size_t(a.id)] != a.content)
-      bad("added token \"", a.content, "\" has id ", a.id, ", which model.vocab gives to \"", pieces[size_t(a.id)], "\"");
-    seen[size_t(a.id)] = 1;
-    pieces[size_t(a.id)] = a.content;
-  }
-  return pieces;
+// --- post-processors ------------------------------------------------------------------------------
+
+int token_pair_id(Ctx& ctx, const json& pp, const char* key, const std::string& path) {
+  const json* v = Ctx::get(pp, key);
+  if (!v || !v->is_array() || v->size() != 2 || !(*v)[0].is_string()) ctx.bad(path, ".", key, " must be [\"token\", id]");
+  return ctx.id((*v)[1], path + "." + key + "[1]");
 }
 
-// model.merges: "a b" strings (split on the single space) or [a, b] pairs.
-std::vector<std::pair<std::string, std::string>> read_merges(const json& model) {
-  std::vector<std::pair<std::string, std::string>> out;
-  const json* merges = get(model, "merges");
-  if (!merges) return out;
-  if (!merges->is_array()) bad("model.merges must be an array");
-  out.reserve(merges->size());
-  for (size_t i = 0; i < merges->size(); ++i) {
-    const json& m = (*merges)[i];
-    if (m.is_string()) {
-      const std::string s = m.get<std::string>();
-      const size_t sp = s.find(' ');
-      if (sp == std::string::npos || sp == 0 || sp + 1 == s.size() || s.find(' ', sp + 1) != std::string::npos)
-        bad("model.merges[", i, "] \"", s, "\" is not two tokens separated by one space");
-      out.emplace_back(s.substr(0, sp), s.substr(sp + 1));
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      out.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
-    } else {
-      bad("model.merges[", i, "] must be \"a b\" or [\"a\", \"b\"]");
-    }
-  }
-  return out;
-}
-
-// BOS/EOS/PAD/UNK: tokenizer.json does not name them, so look for the usual spellings.
-tok::SpecialIds special_ids(const std::vector<std::string>& pieces, const json& model, const std::string& unk_default) {
-  const auto find = [&](std::initializer_list<const char*> names) {
-    for (const char* name : names)
-      for (size_t id = 0; id < pieces.size(); ++id)
-        if (pieces[id] == name) return int(id);
-    return -1;
-  };
-  tok::SpecialIds ids;
-  ids.bos = find({"<s>", "[CLS]", "<|endoftext|>", "<|begin_of_text|>", "<bos>"});
-  ids.eos = find({"</s>", "[SEP]", "<|endoftext|>", "<|end_of_text|>", "<eos>"});
-  ids.pad = find({"[PAD]", "<pad>", "<|padding|>"});
-  const std::string unk = string_of(model, "unk_token", "model", unk_default);
-  for (size_t id = 0; !unk.empty() && id < pieces.size(); ++id)
-    if (pieces[id] == unk) ids.unk = int(id);
-  return ids;
-}
-
-// --- post_processor: the special ids around a single sequence -----------------------------------
-
-int token_pair_id(const json& pp, const char* key, const std::string& where) {
-  const json* v = get(pp, key);
-  if (!v || !v->is_array() || v->size() != 2 || !(*v)[0].is_string()) bad(where, ".", key, " must be [\"token\", id]");
-  return id_of((*v)[1], where + "." + key + "[1]");
-}
-
-void read_template(const json& pp, const std::string& where, VocabSpec& spec) {
-  const json* single = get(pp, "single");
-  if (!single || !single->is_array()) bad(where, ".single must be an array");
-  const json* specials = get(pp, "special_tokens");
+std::unique_ptr<PostProcessor> template_processor(Ctx& ctx, const json& pp, const std::string& path) {
+  const json& single = ctx.array(pp, "single", path);
+  const json* specials = Ctx::get(pp, "special_tokens");
+  std::vector<int> prefix, suffix;
   bool after_sequence = false;
-  for (const json& item : *single) {
+  for (size_t i = 0; i < single.size(); ++i) {
+    const json& item = single[i];
+    const std::string where = index_path(path, "single", i);
     if (item.is_object() && item.contains("Sequence")) {
+      const json& s = item["Sequence"];
+      if (!s.is_object() || ctx.str(s, "id", where + ".Sequence", "A") != "A")
+        ctx.bad(where, ": the single-sequence template can only use sequence A");
+      if (after_sequence) ctx.bad(where, ": sequence A appears twice");
       after_sequence = true;
       continue;
     }
     if (!item.is_object() || !item.contains("SpecialToken") || !item["SpecialToken"].is_object())
-      bad(where, ".single has an item that is neither a Sequence nor a SpecialToken");
-    const std::string name = string_of(item["SpecialToken"], "id", (where + ".single").c_str(), "");
+      ctx.bad(where, " is neither a Sequence nor a SpecialToken");
+    const std::string name = ctx.required_str(item["SpecialToken"], "id", where + ".SpecialToken");
     if (!specials || !specials->contains(name) || !(*specials)[name].is_object() || !(*specials)[name].contains("ids") ||
         !(*specials)[name]["ids"].is_array())
-      bad(where, ".special_tokens has no ids for \"", name, "\"");
+      ctx.bad(path, ".special_tokens has no ids for \"", name, "\"");
     for (const json& id : (*specials)[name]["ids"])
-      (after_sequence ? spec.suffix : spec.prefix).push_back(id_of(id, where + ".special_tokens[\"" + name + "\"].ids"));
+      (after_sequence ? suffix : prefix).push_back(ctx.id(id, path + ".special_tokens[\"" + name + "\"].ids"));
   }
+  if (!after_sequence) ctx.bad(path, ".single has no Sequence");
+  return std::make_unique<WrapProcessor>(std::move(prefix), std::move(suffix));
 }
 
-void read_post_processor(const json& pp, const std::string& where, VocabSpec& spec) {
-  const std::string type = string_of(pp, "type", where.c_str(), "");
-  if (type == "ByteLevel") return;  // offsets only
-  if (type == "TemplateProcessing") return read_template(pp, where, spec);
-  if (type == "BertProcessing" || type == "RobertaProcessing") {  // [CLS] A [SEP] / <s> A </s>
-    spec.prefix.push_back(token_pair_id(pp, "cls", where));
-    spec.suffix.push_back(token_pair_id(pp, "sep", where));
-    return;
+std::unique_ptr<PostProcessor> post_processor(Ctx& ctx, const json& pp, const std::string& path) {
+  const std::string t = ctx.type(pp, path);
+  if (t == "ByteLevel") {  // offsets only
+    ctx.known_keys(pp, path, {"add_prefix_space", "trim_offsets", "use_regex"});
+    return std::make_unique<WrapProcessor>(std::vector<int>{}, std::vector<int>{});
   }
-  if (type == "Sequence") {
-    const json* list = get(pp, "processors");
-    if (!list || !list->is_array()) bad(where, ".processors must be an array");
-    for (size_t i = 0; i < list->size(); ++i) {
-      if (!(*list)[i].is_object()) bad(where, ".processors[", i, "] must be an object");
-      read_post_processor((*list)[i], where + ".processors[" + std::to_string(i) + "]", spec);
+  if (t == "TemplateProcessing") {
+    ctx.known_keys(pp, path, {"single", "pair", "special_tokens"});
+    return template_processor(ctx, pp, path);
+  }
+  if (t == "BertProcessing" || t == "RobertaProcessing") {  // [CLS] A [SEP] / <s> A </s>
+    ctx.known_keys(pp, path, {"sep", "cls", "trim_offsets", "add_prefix_space"});
+    return std::make_unique<WrapProcessor>(std::vector<int>{token_pair_id(ctx, pp, "cls", path)},
+                                           std::vector<int>{token_pair_id(ctx, pp, "sep", path)});
+  }
+  if (t == "Sequence") {
+    ctx.known_keys(pp, path, {"processors"});
+    const json& list = ctx.array(pp, "processors", path);
+    std::vector<std::unique_ptr<PostProcessor>> parts;
+    for (size_t i = 0; i < list.size(); ++i) parts.push_back(post_processor(ctx, list[i], index_path(path, "processors", i)));
+    return std::make_unique<SequenceProcessor>(std::move(parts));
+  }
+  ctx.unsupported(path, t, "post-processor", "TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel, Sequence");
+}
+
+// --- decoders -------------------------------------------------------------------------------------
+
+std::unique_ptr<Decoder> decoder(Ctx& ctx, const json& c, const std::string& path) {
+  const std::string t = ctx.type(c, path);
+  if (t == "ByteLevel") {
+    ctx.known_keys(c, path, {"add_prefix_space", "trim_offsets", "use_regex"});
+    ctx.byte_level = true;
+    return std::make_unique<ByteLevelDecoder>();
+  }
+  if (t == "Metaspace") {
+    ctx.known_keys(c, path, {"replacement", "prepend_scheme", "split", "add_prefix_space", "str_rep"});
+    return std::make_unique<MetaspaceDecoder>(metaspace_of(ctx, c, path));
+  }
+  if (t == "ByteFallback") {
+    ctx.known_keys(c, path, {});
+    return std::make_unique<ByteFallbackDecoder>();
+  }
+  if (t == "Fuse") {
+    ctx.known_keys(c, path, {});
+    return std::make_unique<FuseDecoder>();
+  }
+  if (t == "Strip") {
+    ctx.known_keys(c, path, {"content", "start", "stop"});
+    const std::string content = ctx.required_str(c, "content", path);
+    if (content.empty() || unicode::decode_utf8(content, 0).len != content.size()) ctx.bad(path, ".content must be one character");
+    return std::make_unique<StripDecoder>(content, size_t(ctx.integer(c, "start", path, 0, 0, 1 << 20)),
+                                          size_t(ctx.integer(c, "stop", path, 0, 0, 1 << 20)));
+  }
+  if (t == "Replace") {
+    ctx.known_keys(c, path, {"pattern", "content"});
+    return std::make_unique<ReplaceDecoder>(pattern_of(ctx, c, path), ctx.required_str(c, "content", path));
+  }
+  if (t == "WordPiece") {
+    ctx.known_keys(c, path, {"prefix", "cleanup"});
+    return std::make_unique<WordPieceDecoder>(ctx.str(c, "prefix", path, "##"), ctx.flag(c, "cleanup", path, true));
+  }
+  if (t == "BPEDecoder") {
+    ctx.known_keys(c, path, {"suffix"});
+    return std::make_unique<BpeDecoder>(ctx.str(c, "suffix", path, "</w>"));
+  }
+  if (t == "CTC") {
+    ctx.known_keys(c, path, {"pad_token", "word_delimiter_token", "cleanup"});
+    return std::make_unique<CtcDecoder>(ctx.str(c, "pad_token", path, "<pad>"), ctx.str(c, "word_delimiter_token", path, "|"),
+                                        ctx.flag(c, "cleanup", path, true));
+  }
+  if (t == "Sequence") {
+    ctx.known_keys(c, path, {"decoders"});
+    const json& list = ctx.array(c, "decoders", path);
+    std::vector<std::unique_ptr<Decoder>> parts;
+    for (size_t i = 0; i < list.size(); ++i) parts.push_back(decoder(ctx, list[i], index_path(path, "decoders", i)));
+    return std::make_unique<SequenceDecoder>(std::move(parts));
+  }
+  ctx.unsupported(path, t, "decoder",
+                  "ByteLevel, Metaspace, ByteFallback, Fuse, Strip, Replace, WordPiece, BPEDecoder, CTC, Sequence");
+}
+
+// --- truncation and padding -----------------------------------------------------------------------
+
+Limits limits(Ctx& ctx, const json& root) {
+  Limits l;
+  if (const json* t = Ctx::get(root, "truncation")) {
+    const std::string path = "truncation";
+    if (!t->is_object()) ctx.bad("truncation must be an object or null");
+    ctx.known_keys(*t, path, {"max_length", "strategy", "stride", "direction"});
+    l.max_length = int(ctx.integer(*t, "max_length", path, 512, 0, kMaxVocab));
+    const std::string dir = ctx.str(*t, "direction", path, "Right");
+    if (dir != "Right" && dir != "Left") ctx.bad("truncation.direction = \"", dir, "\" is not Right or Left");
+    l.truncate_left = dir == "Left";
+    const std::string strategy = ctx.str(*t, "strategy", path, "LongestFirst");
+    if (strategy != "LongestFirst" && strategy != "OnlyFirst" && strategy != "OnlySecond")
+      ctx.bad("truncation.strategy = \"", strategy, "\" is not LongestFirst, OnlyFirst or OnlySecond");
+  }
+  if (const json* p = Ctx::get(root, "padding")) {
+    const std::string path = "padding";
+    if (!p->is_object()) ctx.bad("padding must be an object or null");
+    ctx.known_keys(*p, path, {"strategy", "direction", "pad_to_multiple_of", "pad_id", "pad_type_id", "pad_token"});
+    l.pad = true;
+    l.pad_id = ctx.id(p->contains("pad_id") ? (*p)["pad_id"] : json(0), "padding.pad_id");
+    l.pad_to_multiple_of = int(ctx.integer(*p, "pad_to_multiple_of", path, 0, 0, 1 << 20));
+    const std::string dir = ctx.str(*p, "direction", path, "Right");
+    if (dir != "Right" && dir != "Left") ctx.bad("padding.direction = \"", dir, "\" is not Right or Left");
+    l.pad_left = dir == "Left";
+    if (const json* s = Ctx::get(*p, "strategy")) {
+      if (s->is_object() && s->contains("Fixed")) l.pad_to = int(ctx.integer(*s, "Fixed", "padding.strategy", 0, 0, kMaxVocab));
+      else if (!(s->is_string() && s->get<std::string>() == "BatchLongest"))
+        ctx.bad("padding.strategy must be \"BatchLongest\" or {\"Fixed\": n}");
     }
-    return;
   }
-  bad("unsupported post_processor type \"", type, "\" (supported: TemplateProcessing, BertProcessing, "
-      "RobertaProcessing, ByteLevel, Sequence)");
+  return l;
 }
 
-VocabSpec read_common(const json& root, const json& model, const std::string& unk_default) {
-  VocabSpec spec;
-  spec.added = read_added_tokens(root);
-  spec.pieces = read_vocab(model, spec.added);
-  spec.ids = special_ids(spec.pieces, model, unk_default);
-  for (int id : {spec.ids.bos, spec.ids.eos, spec.ids.pad})
-    if (id >= 0) spec.special.push_back(id);
-  if (!type_of(root, "post_processor").empty()) read_post_processor(root["post_processor"], "post_processor", spec);
-  return spec;
-}
+// --- the whole file -------------------------------------------------------------------------------
 
-// --- the three families -------------------------------------------------------------------------
-
-void reject_bpe_options(const json& model) {
-  if (const json* d = get(model, "dropout"); d && !(d->is_number() && d->get<double>() == 0.0))
-    bad("unsupported BPE option: dropout ", json_brief(*d));
-  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
-    if (!string_of(model, key, "model", "").empty()) bad("unsupported BPE option: ", key);
-  if (bool_of(model, "ignore_merges", "model", false)) bad("unsupported BPE option: ignore_merges");
-}
-
-std::unique_ptr<Tokenizer> byte_level_bpe(const json& root, const json& model) {
-  if (!type_of(root, "normalizer").empty())
-    bad("unsupported normalizer \"", type_of(root, "normalizer"), "\" for a byte-level BPE");
-  const json& pre = root["pre_tokenizer"];
-  tok::ByteLevelBpeConfig cfg;
-  cfg.vocab = read_common(root, model, "");
-  cfg.merges = read_merges(model);
-  cfg.add_prefix_space = bool_of(pre, "add_prefix_space", "pre_tokenizer", false);
-  cfg.use_regex = bool_of(pre, "use_regex", "pre_tokenizer", true);
-  return tok::make_byte_level_bpe(std::move(cfg));
-}
-
-// The space handling of a SentencePiece-converted BPE: HF's Llama normalizer
-// Sequence[Prepend("▁"), Replace(" ", "▁")], or a Metaspace pre-tokenizer that does not split.
-tok::SpacePrefix sentencepiece_space_prefix(const json& root) {
-  const std::string norm = type_of(root, "normalizer"), pre = type_of(root, "pre_tokenizer");
-  if (norm == "Sequence" && pre.empty()) {
-    bool replace = false, prepend = false;
-    const json* list = get(root["normalizer"], "normalizers");
-    if (!list || !list->is_array()) bad("normalizer.normalizers must be an array");
-    for (const json& n : *list) {
-      const std::string t = n.is_object() ? string_of(n, "type", "normalizer.normalizers[]", "") : "";
-      if (t == "Prepend" && string_of(n, "prepend", "Prepend", "") == kSpaceMarker) {
-        prepend = true;
-      } else if (t == "Replace" && n.contains("pattern") && n["pattern"].is_object() &&
-                 string_of(n["pattern"], "String", "Replace.pattern", "") == " " &&
-                 string_of(n, "content", "Replace", "") == kSpaceMarker) {
-        replace = true;
-      } else {
-        bad("unsupported normalizer in a SentencePiece-style BPE: ", n.is_object() ? string_of(n, "type", "normalizer.normalizers[]", "?") : json_brief(n), " (supported: Prepend \"▁\", "
-            "Replace \" \" -> \"▁\")");
-      }
+// BOS/EOS/PAD: tokenizer.json does not name them, so look for the usual spellings.
+SpecialIds special_ids(const Pipeline& p) {
+  const auto find = [&](std::initializer_list<const char*> names) {
+    for (const char* name : names) {
+      for (const AddedToken& a : p.added)
+        if (a.content == name) return a.id;
+      if (const int id = p.model->token_to_id(name); id >= 0) return id;
     }
-    if (!replace) bad("unsupported normalizer for a BPE: spaces are not replaced by \"▁\"");
-    return prepend ? tok::SpacePrefix::Always : tok::SpacePrefix::None;
-  }
-  if (pre == "Metaspace" && norm.empty()) {
-    const json& m = root["pre_tokenizer"];
-    if (string_of(m, "replacement", "pre_tokenizer", kSpaceMarker) != kSpaceMarker)
-      bad("unsupported Metaspace replacement (only \"▁\")");
-    if (bool_of(m, "split", "pre_tokenizer", true)) bad("unsupported pre_tokenizer: Metaspace with split true");
-    std::string scheme = string_of(m, "prepend_scheme", "pre_tokenizer", "");
-    if (scheme.empty()) scheme = bool_of(m, "add_prefix_space", "pre_tokenizer", true) ? "always" : "never";
-    if (scheme == "always") return tok::SpacePrefix::Always;
-    if (scheme == "first") return tok::SpacePrefix::First;
-    if (scheme == "never") return tok::SpacePrefix::None;
-    bad("unsupported Metaspace prepend_scheme \"", scheme, "\"");
-  }
-  bad("unsupported BPE configuration: normalizer \"", norm, "\" with pre_tokenizer \"", pre,
-      "\" (supported: pre_tokenizer ByteLevel; or the Llama normalizer Sequence[Prepend, Replace] / Metaspace)");
-}
-
-std::unique_ptr<Tokenizer> sentencepiece_bpe(const json& root, const json& model) {
-  tok::SentencePieceConfig cfg;
-  cfg.space_prefix = sentencepiece_space_prefix(root);
-  cfg.vocab = read_common(root, model, "");
-  cfg.merges = read_merges(model);
-  if (cfg.merges.empty()) bad("model.merges is empty");
-  cfg.byte_fallback = bool_of(model, "byte_fallback", "model", false);
-  cfg.fuse_unk = bool_of(model, "fuse_unk", "model", false);
-  return tok::make_sentencepiece_bpe(std::move(cfg));
-}
-
-std::unique_ptr<Tokenizer> wordpiece(const json& root, const json& model) {
-  tok::WordPieceConfig cfg;
-  const std::string norm = type_of(root, "normalizer");
-  if (norm == "BertNormalizer") {
-    const json& n = root["normalizer"];
-    cfg.normalizer.clean_text = bool_of(n, "clean_text", "normalizer", true);
-    cfg.normalizer.handle_chinese_chars = bool_of(n, "handle_chinese_chars", "normalizer", true);
-    cfg.normalizer.lowercase = bool_of(n, "lowercase", "normalizer", true);
-    cfg.normalizer.strip_accents = bool_of(n, "strip_accents", "normalizer", cfg.normalizer.lowercase);  // null: as lowercase
-  } else if (!norm.empty()) {
-    bad("unsupported normalizer \"", norm, "\" for WordPiece (supported: BertNormalizer)");
-  }
-  const std::string pre = type_of(root, "pre_tokenizer");
-  if (pre == "BertPreTokenizer")
-    cfg.splitter = tok::WordSplitter::Bert;
-  else if (pre == "WhitespaceSplit")
-    cfg.splitter = tok::WordSplitter::WhitespaceSplit;
-  else
-    bad("unsupported pre_tokenizer \"", pre, "\" for WordPiece (supported: BertPreTokenizer, WhitespaceSplit)");
-  cfg.vocab = read_common(root, model, "[UNK]");
-  cfg.continuing_prefix = string_of(model, "continuing_subword_prefix", "model", "##");
-  if (const json* m = get(model, "max_input_chars_per_word")) {
-    if (!m->is_number_integer() || m->get<int64_t>() <= 0 || m->get<int64_t>() > 1000000)
-      bad("model.max_input_chars_per_word must be a positive integer");
-    cfg.max_input_chars_per_word = int(m->get<int64_t>());
-  }
-  if (type_of(root, "decoder") == "WordPiece") cfg.cleanup = bool_of(root["decoder"], "cleanup", "decoder", true);
-  if (cfg.vocab.ids.unk < 0)
-    bad("model.unk_token \"", string_of(model, "unk_token", "model", "[UNK]"), "\" is not in the vocabulary");
-  return tok::make_wordpiece(std::move(cfg));
-}
-
-std::unique_ptr<Tokenizer> build(const json& root) {
-  if (!root.is_object()) bad("the top level must be an object");
-  const json& model = require_object(root, "model", "tokenizer");
-  const std::string type = string_of(model, "type", "model", "");
-  if (type == "WordPiece") return wordpiece(root, model);
-  if (type == "BPE") {
-    reject_bpe_options(model);
-    if (type_of(root, "pre_tokenizer") == "ByteLevel") return byte_level_bpe(root, model);
-    return sentencepiece_bpe(root, model);
-  }
-  if (type.empty()) bad("model.type is missing");
-  bad("unsupported model type \"", type, "\" (supported: BPE, WordPiece)");
-}
-
-// The sizes a tokenizer.json asks for, checked before anything is built from it: ids below
-// max_vocab (the model's vocabulary: a larger id could never be fed to it), token texts and merge
-// counts within the engine's limits. One pass over the parsed values, no allocation.
-void check_sizes(const json& root, int max_vocab) {
-  if (!root.is_object()) return;  // build() says what is wrong
-  auto check_id = [&](const json& id, const auto& where) {
-    if (id.is_number_integer() && id.get<int64_t>() >= max_vocab && id.get<int64_t>() < kMaxVocab)
-      bad(where(), " is id ", id.get<int64_t>(), ", but the model has only ", max_vocab, " tokens");
+    return -1;
   };
-  const json* model = get(root, "model");
-  if (model && model->is_object()) {
-    if (const json* vocab = get(*model, "vocab"); vocab && vocab->is_object()) {
-      if (vocab->size() > size_t(kMaxVocab)) bad("model.vocab has ", vocab->size(), " entries (at most ", kMaxVocab, ")");
-      for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-        if (it.key().size() > size_t(limits::kMaxTokenBytes))
-          bad("model.vocab has a ", it.key().size(), "-byte token (at most ", limits::kMaxTokenBytes, ")");
-        check_id(it.value(), [&] { return "model.vocab[\"" + brief_name(it.key()) + "\"]"; });
-      }
-    }
-    if (const json* merges = get(*model, "merges"); merges && merges->is_array() && merges->size() > size_t(limits::kMaxMerges))
-      bad("model.merges has ", merges->size(), " rules (at most ", limits::kMaxMerges, ")");
-  }
-  if (const json* added = get(root, "added_tokens"); added && added->is_array()) {
-    if (added->size() > size_t(kMaxVocab)) bad("added_tokens has ", added->size(), " entries (at most ", kMaxVocab, ")");
-    for (size_t i = 0; i < added->size(); ++i) {
-      const json& t = (*added)[i];
-      if (!t.is_object()) continue;
-      if (const json* id = get(t, "id")) check_id(*id, [&] { return "added_tokens[" + std::to_string(i) + "].id"; });
-      if (const json* c = get(t, "content"); c && c->is_string() && c->get_ref<const std::string&>().size() > size_t(limits::kMaxTokenBytes))
-        bad("added_tokens[", i, "].content has ", c->get_ref<const std::string&>().size(), " bytes (at most ", limits::kMaxTokenBytes, ")");
-    }
-  }
+  SpecialIds ids;
+  ids.bos = find({"<s>", "[CLS]", "<|begin_of_text|>", "<bos>",
+                  "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "<|endoftext|>"});
+  ids.eos = find({"</s>", "[SEP]", "<|end_of_text|>", "<eos>",
+                  "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "<|endoftext|>"});
+  ids.pad = find({"[PAD]", "<pad>", "<|padding|>"});
+  ids.unk = p.model->unk_id();
+  return ids;
+}
+
+std::string kind_of(const Ctx& ctx, const Model& m, bool byte_fallback) {
+  const std::string name = m.name();
+  if (name == "WordPiece") return "wordpiece";
+  if (name == "Unigram") return "unigram";
+  if (ctx.byte_level) return "byte-level-bpe";
+  if (ctx.metaspace || byte_fallback) return "sentencepiece-bpe";
+  return "bpe";
+}
+
+std::unique_ptr<Tokenizer> build(Ctx& ctx, const json& root, VocabLists& lists) {
+  Pipeline p;
+  bool byte_fallback = false;
+  p.model = model(ctx, root.at("model"), lists, byte_fallback);
+  if (const json* n = Ctx::get(root, "normalizer")) p.normalizer = normalizer(ctx, *n, "normalizer");
+  if (const json* n = Ctx::get(root, "pre_tokenizer")) p.pre_tokenizer = pre_tokenizer(ctx, *n, "pre_tokenizer");
+  if (const json* n = Ctx::get(root, "post_processor")) p.post_processor = post_processor(ctx, *n, "post_processor");
+  if (const json* n = Ctx::get(root, "decoder")) p.decoder = decoder(ctx, *n, "decoder");
+  p.added = added_tokens(ctx, root);
+  p.limits = limits(ctx, root);
+  p.kind = kind_of(ctx, *p.model, byte_fallback);
+  p.ids = special_ids(p);
+  return make_pipeline_tokenizer(std::move(p));
 }
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> load_hf_tokenizer(std::string_view tokenizer_json, int max_vocab) {
-  json root = parse_json(tokenizer_json.data(), tokenizer_json.data() + tokenizer_json.size(), "tokenizer.json");
+std::unique_ptr<Tokenizer> load_hf_tokenizer(std::string_view tokenizer_json, std::string_view source, int max_vocab) {
+  Ctx ctx;
+  ctx.source = source.empty() ? std::string("tokenizer.json") : std::string(source);
+  ctx.max_vocab = std::min<int64_t>(max_vocab, kMaxVocab);
+  VocabLists lists;
+  json root;
   try {
-    check_sizes(root, std::min(max_vocab, kMaxVocab));
-    return build(root);
+    // The model's vocab and merges (most of a 10 MB file) are read by a lean dedicated parser
+    // (json_vocab.h); nlohmann parses the rest.
+    root = parse_tokenizer_json(tokenizer_json, lists, ctx.max_vocab);
+  } catch (const Error& e) {
+    ctx.bad(e.what());
+  } catch (const json::exception& e) {
+    ctx.bad("not valid JSON: ", e.what());
+  }
+  try {
+    if (!root.is_object()) ctx.bad("the top level must be an object");
+    if (!Ctx::get(root, "model")) ctx.bad("model is missing");
+    return build(ctx, root, lists);
   } catch (const json::exception& e) {  // a shape the checks above did not anticipate
-    bad(e.what());
-  } catch (const Error& e) {  // from a tokenizer kind's own checks: say which file it was
+    ctx.bad(e.what());
+  } catch (const Error& e) {  // from a component's own checks: say which file it was
     const std::string what = e.what();
-    if (what.rfind("tokenizer.json: ", 0) == 0) throw;
-    bad(what);
+    if (what.rfind(ctx.source + ": ", 0) == 0) throw;
+    ctx.bad(what);
   }
 }
 

@@ -71,7 +71,6 @@ class SentencePieceBpe final : public VocabTokenizer {
   static VocabSpec spaced(VocabSpec v);
   void init_bytes(const std::vector<int>& token_types);
   void init_scores(const std::vector<float>& scores);
-  void init_merges(const std::vector<std::pair<std::string, std::string>>& merges);
   void initial_symbols(std::string_view text, std::vector<int>& out) const;
   void push_unknown(std::vector<int>& out) const;
 
@@ -79,9 +78,7 @@ class SentencePieceBpe final : public VocabTokenizer {
   bool byte_fallback_, fuse_unk_;
   std::vector<int> byte_token_;  // byte value -> token id, -1 if absent
   std::vector<int> byte_value_;  // token id -> byte value, -1 for other tokens
-  std::vector<int> score_rank_;  // score mode: rank of each token's score (0 = best), -1: never merged
-  PairRanks merge_ranks_;        // rank mode
-  bool by_score_ = true;
+  std::vector<int> score_rank_;  // rank of each token's score (0 = best), -1: never merged
 };
 
 VocabSpec SentencePieceBpe::spaced(VocabSpec v) {
@@ -93,14 +90,8 @@ VocabSpec SentencePieceBpe::spaced(VocabSpec v) {
 SentencePieceBpe::SentencePieceBpe(SentencePieceConfig cfg)
     : VocabTokenizer("sentencepiece-bpe", spaced(std::move(cfg.vocab))), space_prefix_(cfg.space_prefix),
       byte_fallback_(cfg.byte_fallback), fuse_unk_(cfg.fuse_unk) {
-  AL_CHECK(cfg.scores.empty() != cfg.merges.empty(),
-           "sentencepiece tokenizer: give either piece scores or a merges list (got ", cfg.scores.size(), " scores and ",
-           cfg.merges.size(), " merges)");
   init_bytes(cfg.token_types);
-  if (!cfg.scores.empty())
-    init_scores(cfg.scores);
-  else
-    init_merges(cfg.merges);
+  init_scores(cfg.scores);
 }
 
 void SentencePieceBpe::init_bytes(const std::vector<int>& token_types) {
@@ -138,19 +129,6 @@ void SentencePieceBpe::init_scores(const std::vector<float>& scores) {
     if (!(s > -1e10f)) continue;  // also NaN
     score_rank_[size_t(id)] = int(std::lower_bound(distinct.begin(), distinct.end(), s, std::greater<float>()) - distinct.begin());
   }
-  by_score_ = true;
-}
-
-void SentencePieceBpe::init_merges(const std::vector<std::pair<std::string, std::string>>& merges) {
-  // HF tokenizers' BPE: merges[i] = (a, b) means a + b -> the token spelled a + b, at rank i.
-  for (size_t i = 0; i < merges.size(); ++i) {
-    const std::string a = with_spaces(merges[i].first), b = with_spaces(merges[i].second);
-    const int ia = find(a), ib = find(b), im = find(a + b);
-    AL_CHECK(ia >= 0 && ib >= 0 && im >= 0, "sentencepiece tokenizer: merge ", i, " (\"", merges[i].first, "\" \"",
-             merges[i].second, "\") uses a token missing from the vocabulary");
-    merge_ranks_.add(ia, ib, int(i), im);
-  }
-  by_score_ = false;
 }
 
 // A character without a token: unk (fused with a preceding unk if fuse_unk), or dropped when there is
@@ -193,18 +171,14 @@ void SentencePieceBpe::encode_text(std::string_view text, bool at_start, std::ve
   std::vector<int> ids;
   ids.reserve(text.size());
   initial_symbols(text, ids);
-  if (by_score_) {
-    std::string pair;
-    bpe_merge(ids, [&](int a, int b, MergeCandidate& m) {
-      pair.assign(piece_str(a)).append(piece_str(b));
-      const int id = find(pair);
-      if (id < 0 || score_rank_[size_t(id)] < 0) return false;
-      m = {score_rank_[size_t(id)], id};
-      return true;
-    });
-  } else {
-    bpe_merge(ids, merge_ranks_);
-  }
+  std::string pair;
+  bpe_merge(ids, [&](int a, int b, MergeCandidate& m) {
+    pair.assign(piece_str(a)).append(piece_str(b));
+    const int id = find(pair);
+    if (id < 0 || score_rank_[size_t(id)] < 0) return false;
+    m = {score_rank_[size_t(id)], id};
+    return true;
+  });
   out.insert(out.end(), ids.begin(), ids.end());
 }
 

@@ -1,5 +1,5 @@
-// Internal: SentencePiece BPE, one implementation for its three sources. llama2.c's tokenizer.bin and
-// GGUF metadata merge by piece score; HF's Llama tokenizer.json merges by the rank of its merges list.
+// Internal: SentencePiece BPE merging by piece score, for llama2.c's tokenizer.bin and GGUF metadata.
+// (HF tokenizer.json files, Llama's included, are pipelines: pipeline.h.)
 #pragma once
 #include <memory>
 #include <string>
@@ -19,10 +19,7 @@ enum class SpacePrefix {
 
 struct SentencePieceConfig {
   VocabSpec vocab;  // pieces may spell spaces as "▁" (U+2581) or as real spaces
-  // Exactly one of: scores (merge the pair whose concatenation has the best score) or merges (merge
-  // the listed pair with the lowest rank; pieces spelled like vocab.pieces).
-  std::vector<float> scores;
-  std::vector<std::pair<std::string, std::string>> merges;
+  std::vector<float> scores;  // merge the pair whose concatenation has the best score
   std::vector<int> token_types;  // GGUF types (6 = byte); empty: "<0xXX>" pieces are the byte tokens
   SpacePrefix space_prefix = SpacePrefix::Always;
   bool byte_fallback = true;  // characters missing from the vocabulary become <0xXX> tokens (else unk)

@@ -3,10 +3,14 @@
 //
 //   kind()               loaded from                                       reference it follows
 //   "sentencepiece-bpe"  llama2.c tokenizer.bin, GGUF (tokenizer.ggml.model  llama2.c run.c encode/decode,
-//                        "llama"), HF Llama tokenizer.json (BPE + byte_fallback) llama.cpp SPM, HF tokenizers
-//   "byte-level-bpe"     HF tokenizer.json, BPE + ByteLevel pre-tokenizer    GPT-2 encoder.py / HF tokenizers
-//   "wordpiece"          HF tokenizer.json, WordPiece + BertNormalizer        HF tokenizers (BERT)
-//   "bpe"                reserved for plain HF BPE (no loader produces it yet)
+//                        "llama"), HF tokenizer.json BPE with "▁" spaces or   llama.cpp SPM, HF tokenizers
+//                        byte_fallback (Llama 2, Gemma)
+//   "byte-level-bpe"     HF tokenizer.json BPE with a ByteLevel pre-tokenizer  GPT-2 encoder.py / HF tokenizers
+//                        or decoder (GPT-2, Llama 3, Qwen, GPT-4o, DeepSeek)
+//   "bpe"                HF tokenizer.json, any other BPE                      HF tokenizers
+//   "wordpiece"          HF tokenizer.json, WordPiece model (BERT)            HF tokenizers
+//   "unigram"            HF tokenizer.json, Unigram model (T5, XLM-R, ALBERT)  HF tokenizers / sentencepiece
+// Every HF tokenizer.json is a pipeline of components (pipeline.h) built from the file itself.
 //
 // Every failure (bad file, bad JSON, unsupported configuration, out-of-range id) throws
 // attnlens::Error with a precise message. A Tokenizer is immutable after loading: all methods are
@@ -78,10 +82,14 @@ std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(std::vector<std::string>
                                                         std::vector<int> token_types, int bos, int eos, int unk,
                                                         bool add_bos, bool add_space_prefix);
 
-// Hugging Face tokenizer.json: GPT-2 style byte-level BPE, BERT WordPiece, or the Llama BPE with
-// byte_fallback. Anything else throws attnlens::Error naming what is unsupported. Ids must be below
-// max_vocab (the model's vocabulary size, when the tokenizer comes with a model): checked before the
-// vocabulary is built, so a stray huge id costs nothing.
-std::unique_ptr<Tokenizer> load_hf_tokenizer(std::string_view tokenizer_json, int max_vocab = 1 << 30);
+// Hugging Face tokenizer.json: the pipeline the file describes (normalizer, pre_tokenizer, model,
+// post_processor, decoder, added_tokens, truncation, padding). A component or option AttnLens does
+// not implement throws attnlens::Error naming it and its JSON path, prefixed with source (the file's
+// name), e.g. "x/tokenizer.json: pre_tokenizer.pretokenizers[1].type = \"Foo\" is not a supported
+// pre-tokenizer (supported: ...)". Ids must be below max_vocab (the model's vocabulary size, when the
+// tokenizer comes with a model): checked while the vocabulary is read, so a stray huge id costs nothing.
+// Sizes stay within core/limits.h (vocabulary, token bytes, merges, JSON nesting).
+std::unique_ptr<Tokenizer> load_hf_tokenizer(std::string_view tokenizer_json, std::string_view source = "tokenizer.json",
+                                             int max_vocab = 1 << 30);
 
 }  // namespace attnlens

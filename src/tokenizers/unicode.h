@@ -1,5 +1,5 @@
 // Unicode support for the tokenizers: UTF-8 decoding/encoding, general categories, White_Space,
-// lowercase and accent stripping. Tables come from tools/gen_unicode_tables.py (see unicode_tables.h
+// lowercase, accent stripping and the normalization forms NFC, NFD, NFKC, NFKD. Tables come from tools/gen_unicode_tables.py (see unicode_tables.h
 // for the Unicode version); no ICU, no std::regex.
 #pragma once
 #include <cstddef>
@@ -20,6 +20,7 @@ Category category(char32_t cp);         // Cn for anything past U+10FFFF
 bool is_letter(char32_t cp);            // \p{L}
 bool is_number(char32_t cp);            // \p{N}
 bool is_punctuation(char32_t cp);       // \p{P}
+bool is_mark(char32_t cp);              // \p{M}: Mn Mc Me
 bool is_other(char32_t cp);             // \p{C}: Cc Cf Cs Co Cn (Rust's char::is_other)
 bool is_white_space(char32_t cp);       // the White_Space property (Rust char::is_whitespace, \s)
 bool is_bert_punctuation(char32_t cp);  // ASCII 33-47, 58-64, 91-96, 123-126, or \p{P} (BERT)
@@ -31,6 +32,15 @@ void append_lowercase(std::string& out, char32_t cp);
 // for one code point. Canonical reordering is not applied: it can only change the result for runs
 // of two or more spacing marks with a nonzero combining class (25 code points, e.g. musical symbols).
 void append_without_accents(std::string& out, char32_t cp);
+
+// The canonical combining class (UnicodeData.txt field 3).
+uint8_t combining_class(char32_t cp);
+
+// Unicode normalization (UAX #15): canonical (NFD) or compatibility (NFKD) decomposition, canonical
+// ordering, and for NFC / NFKC canonical composition. Ill-formed UTF-8 becomes U+FFFD. Text that is
+// already normalized (in particular ASCII) is copied with little work.
+enum class NormalForm : uint8_t { NFC, NFD, NFKC, NFKD };
+std::string normalize(std::string_view text, NormalForm form);
 
 // --- UTF-8 --------------------------------------------------------------------------------------
 // One decoding step at s[pos]: a well-formed character (len 1-4, valid) or an ill-formed sequence

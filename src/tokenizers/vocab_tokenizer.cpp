@@ -7,91 +7,6 @@
 
 namespace attnlens::tok {
 
-// --- added tokens -------------------------------------------------------------------------------
-
-AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens) : tokens_(std::move(tokens)) {
-  by_first_byte_.resize(256);
-  for (size_t i = 0; i < tokens_.size(); ++i) {
-    AL_CHECK(!tokens_[i].content.empty(), "added token ", tokens_[i].id, " has empty content");
-    by_first_byte_[uint8_t(tokens_[i].content[0])].push_back(int(i));
-  }
-  for (auto& list : by_first_byte_)
-    std::stable_sort(list.begin(), list.end(),
-                     [&](int a, int b) { return tokens_[a].content.size() > tokens_[b].content.size(); });
-}
-
-namespace {
-// The code point ending just before pos (pos > 0), for single_word boundaries.
-char32_t code_point_before(std::string_view s, size_t pos) {
-  size_t start = pos - 1;
-  while (start > 0 && pos - start < 4 && (uint8_t(s[start]) & 0xC0) == 0x80) --start;
-  unicode::Utf8Step c = unicode::decode_utf8(s, start);
-  return start + c.len == pos ? c.cp : 0xFFFD;
-}
-
-bool is_word_char(char32_t cp) { return cp == '_' || unicode::is_letter(cp) || unicode::is_number(cp); }
-
-// Length of the whitespace run starting at pos.
-size_t white_space_run(std::string_view s, size_t pos) {
-  size_t end = pos;
-  while (end < s.size()) {
-    unicode::Utf8Step c = unicode::decode_utf8(s, end);
-    if (!c.valid || !unicode::is_white_space(c.cp)) break;
-    end += c.len;
-  }
-  return end - pos;
-}
-
-// Start of the whitespace run that ends at end, searching no further back than begin.
-size_t white_space_run_start(std::string_view s, size_t begin, size_t end) {
-  size_t run_start = end;
-  for (size_t pos = begin; pos < end;) {
-    unicode::Utf8Step c = unicode::decode_utf8(s, pos);
-    bool ws = c.valid && unicode::is_white_space(c.cp);
-    if (!ws) run_start = end;
-    else if (run_start == end) run_start = pos;
-    pos += c.len;
-  }
-  return run_start;
-}
-}  // namespace
-
-const AddedToken* AddedTokenMatcher::match_at(std::string_view text, size_t pos) const {
-  for (int i : by_first_byte_[uint8_t(text[pos])]) {
-    const AddedToken& t = tokens_[size_t(i)];
-    if (text.compare(pos, t.content.size(), t.content) != 0) continue;
-    if (t.single_word) {
-      const size_t end = pos + t.content.size();
-      if (pos > 0 && is_word_char(code_point_before(text, pos))) continue;
-      if (end < text.size() && is_word_char(unicode::decode_utf8(text, end).cp)) continue;
-    }
-    return &t;
-  }
-  return nullptr;
-}
-
-std::vector<Segment> AddedTokenMatcher::split(std::string_view text) const {
-  std::vector<Segment> out;
-  size_t seg_start = 0;
-  const auto emit_text = [&](size_t begin, size_t end) {
-    if (end > begin) out.push_back({text.substr(begin, end - begin), begin, -1});
-  };
-  for (size_t pos = 0; pos < text.size() && !tokens_.empty();) {
-    const AddedToken* t = match_at(text, pos);
-    if (!t) {
-      ++pos;
-      continue;
-    }
-    emit_text(seg_start, t->lstrip ? white_space_run_start(text, seg_start, pos) : pos);
-    out.push_back({text.substr(pos, t->content.size()), pos, t->id});
-    pos += t->content.size();
-    if (t->rstrip) pos += white_space_run(text, pos);
-    seg_start = pos;
-  }
-  emit_text(seg_start, text.size());
-  return out;
-}
-
 // --- the shared base ----------------------------------------------------------------------------
 
 std::string special_label(std::string_view piece) {
@@ -121,10 +36,14 @@ VocabTokenizer::VocabTokenizer(std::string kind, VocabSpec spec)
   for (int id : prefix_) AL_CHECK(id >= 0 && id < n, kind_, " tokenizer: post-processor id ", id, " is outside the vocabulary (size ", n, ")");
   for (int id : suffix_) AL_CHECK(id >= 0 && id < n, kind_, " tokenizer: post-processor id ", id, " is outside the vocabulary (size ", n, ")");
   added_ = AddedTokenMatcher(std::move(spec.added));
-  index_.reserve(size_t(n));
-  for (int id = 0; id < n; ++id) index_.emplace(std::string_view(pieces_[size_t(id)]), id);  // first id wins
+  size_t bytes = 0;
+  for (const std::string& p : pieces_) bytes += p.size();
+  index_.reserve(size_t(n), bytes);
+  for (int id = 0; id < n; ++id)  // first id wins
+    if (size_t(index_.insert(pieces_[size_t(id)])) == index_ids_.size()) index_ids_.push_back(id);
   for (int id = 0; id < n; ++id)
-    if (special_[size_t(id)]) special_labels_.emplace(special_label(pieces_[size_t(id)]), id);
+    if (special_[size_t(id)] && size_t(special_labels_.insert(special_label(pieces_[size_t(id)]))) == label_ids_.size())
+      label_ids_.push_back(id);
 }
 
 std::vector<int> VocabTokenizer::encode(std::string_view text, bool add_special) const {
@@ -162,8 +81,8 @@ bool VocabTokenizer::is_special(int id) const {
 int VocabTokenizer::token_id(std::string_view piece) const {
   const int id = find(piece);
   if (id >= 0) return id;
-  auto it = special_labels_.find(std::string(piece));
-  return it == special_labels_.end() ? -1 : it->second;
+  const int i = special_labels_.find(piece);
+  return i < 0 ? -1 : label_ids_[size_t(i)];
 }
 
 void VocabTokenizer::check_id(int id, const char* what) const {
@@ -172,8 +91,8 @@ void VocabTokenizer::check_id(int id, const char* what) const {
 }
 
 int VocabTokenizer::find(std::string_view piece) const {
-  auto it = index_.find(piece);
-  return it == index_.end() ? -1 : it->second;
+  const int i = index_.find(piece);
+  return i < 0 ? -1 : index_ids_[size_t(i)];
 }
 
 }  // namespace attnlens::tok

@@ -4,45 +4,13 @@
 #pragma once
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "tokenizers/added_tokens.h"
+#include "tokenizers/string_table.h"
 #include "tokenizers/tokenizer.h"
 
 namespace attnlens::tok {
-
-struct SpecialIds {
-  int bos = -1, eos = -1, pad = -1, unk = -1;
-};
-
-// An HF added token (tokenizer.json "added_tokens"). normalized is not modelled: every added token
-// is matched on the raw input text.
-struct AddedToken {
-  int id = -1;
-  std::string content;
-  bool special = false;
-  bool lstrip = false, rstrip = false, single_word = false;
-};
-
-// A stretch of the input between added tokens (added_id < 0), or one added token.
-struct Segment {
-  std::string_view text;
-  size_t offset = 0;  // byte offset of text in the input
-  int added_id = -1;
-};
-
-// Splits text around added tokens: leftmost match, longest content first at each position.
-class AddedTokenMatcher {
- public:
-  AddedTokenMatcher() = default;
-  explicit AddedTokenMatcher(std::vector<AddedToken> tokens);
-  std::vector<Segment> split(std::string_view text) const;
-
- private:
-  const AddedToken* match_at(std::string_view text, size_t pos) const;
-  std::vector<AddedToken> tokens_;
-  std::vector<std::vector<int>> by_first_byte_;  // indices into tokens_, longest content first
-};
 
 // Everything the shared base needs from a loader.
 struct VocabSpec {
@@ -55,7 +23,7 @@ struct VocabSpec {
 
 class VocabTokenizer : public Tokenizer {
  public:
-  VocabTokenizer(const VocabTokenizer&) = delete;  // index_ points into pieces_
+  VocabTokenizer(const VocabTokenizer&) = delete;
   VocabTokenizer& operator=(const VocabTokenizer&) = delete;
 
   std::vector<int> encode(std::string_view text, bool add_special = true) const final;
@@ -85,8 +53,10 @@ class VocabTokenizer : public Tokenizer {
  private:
   std::string kind_;
   std::vector<std::string> pieces_;
-  std::unordered_map<std::string_view, int> index_;  // views into pieces_ (never modified after build)
-  std::unordered_map<std::string, int> special_labels_;  // special tokens by label ("<s>" for "\n<s>\n")
+  StringTable index_;              // pieces; index -> index_ids_ (the first id of a duplicated piece)
+  std::vector<int> index_ids_;
+  StringTable special_labels_;     // special tokens by label ("<s>" for "\n<s>\n"); index -> label_ids_
+  std::vector<int> label_ids_;
   std::vector<uint8_t> special_;
   SpecialIds ids_;
   AddedTokenMatcher added_;

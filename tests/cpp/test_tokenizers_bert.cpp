@@ -6,7 +6,7 @@
 #include "test_util.h"
 #include "core/error.h"
 #include "tokenizers/tokenizer.h"
-#include "tokenizers/wordpiece.h"
+#include "tokenizers/normalizers.h"
 
 using attnlens::Tokenizer;
 using json = nlohmann::json;
@@ -156,9 +156,8 @@ TEST_CASE("BERT WordPiece: normalizer flags and processor variants", "[bert]") {
 }
 
 TEST_CASE("BertNormalizer on its own", "[bert][unicode]") {
-  attnlens::tok::BertNormalizer n;
-  n.clean_text = n.handle_chinese_chars = n.strip_accents = n.lowercase = true;
-  using attnlens::tok::bert_normalize;
+  const attnlens::tok::BertNormalizer n(attnlens::tok::BertNormalizerOptions{});  // every flag on
+  const auto bert_normalize = [](std::string_view text, const attnlens::tok::BertNormalizer& b) { return b.normalize(text); };
   CHECK(bert_normalize("\xC3\x85NGSTR\xC3\x96M", n) == "angstrom");
   CHECK(bert_normalize("\xCE\x86\xCE\xB8\xCE\xAE\xCE\xBD\xCE\xB1", n) == "\xCE\xB1\xCE\xB8\xCE\xB7\xCE\xBD\xCE\xB1");  // Άθήνα -> αθηνα
   CHECK(bert_normalize("\xE2\x84\xA6", n) == "\xCF\x89");  // OHM SIGN -> Ω (canonical) -> ω

@@ -7,7 +7,8 @@
 
 #include "test_util.h"
 #include "core/error.h"
-#include "tokenizers/byte_level_bpe.h"
+#include "tokenizers/pre_tokenizers.h"
+#include "tokenizers/regex.h"
 #include "tokenizers/tokenizer.h"
 
 using attnlens::Tokenizer;
@@ -49,7 +50,8 @@ std::vector<Case> cases() {
 
 std::vector<std::string> words(std::string_view text) {
   std::vector<std::string> out;
-  for (std::string_view w : attnlens::tok::gpt2_pretokenize(text)) out.emplace_back(w);
+  static const attnlens::tok::Regex gpt2_pattern(attnlens::tok::kGpt2Pattern);
+  for (const auto& [b, e] : gpt2_pattern.find_all(attnlens::tok::Subject(text))) out.emplace_back(text.substr(b, e - b));
   return out;
 }
 

@@ -139,8 +139,8 @@ TEST_CASE("malformed tokenizer.json throws attnlens::Error", "[hf][errors]") {
   throws("{\"model\": {}}", "model.type is missing");
 
   json j = llama_json();
-  j["model"]["type"] = "Unigram";
-  throws(j.dump(), "unsupported model type \"Unigram\"");
+  j["model"]["type"] = "WordLevel";
+  throws(j.dump(), "model.type = \"WordLevel\" is not a supported model");
   j = llama_json();
   j["model"]["vocab"] = json::array();
   throws(j.dump(), "model.vocab must be an object");
@@ -164,7 +164,10 @@ TEST_CASE("malformed tokenizer.json throws attnlens::Error", "[hf][errors]") {
   throws(j.dump(), "missing from the vocabulary");
   j = llama_json();
   j["model"]["dropout"] = 0.1;
-  throws(j.dump(), "dropout");
+  throws(j.dump(), "model.dropout");
+  j = llama_json();
+  j["model"]["mystery_option"] = true;
+  throws(j.dump(), "model.mystery_option is not an option");
   j = llama_json();
   j["added_tokens"][1]["id"] = 100;  // "<s>" at the id of <0x61>
   throws(j.dump(), "added token \"<s>\" has id 100");
@@ -173,7 +176,7 @@ TEST_CASE("malformed tokenizer.json throws attnlens::Error", "[hf][errors]") {
   throws(j.dump(), "added_tokens must be an array");
   j = llama_json();
   j["post_processor"] = {{"type", "Mystery"}};
-  throws(j.dump(), "unsupported post_processor type \"Mystery\"");
+  throws(j.dump(), "post_processor.type = \"Mystery\" is not a supported post-processor");
   j = llama_json();
   j["post_processor"]["special_tokens"] = json::object();
   throws(j.dump(), "special_tokens has no ids for \"<s>\"");
@@ -181,31 +184,64 @@ TEST_CASE("malformed tokenizer.json throws attnlens::Error", "[hf][errors]") {
   j["post_processor"]["special_tokens"]["<s>"]["ids"] = {9999};
   throws(j.dump(), "post-processor id 9999");
   j = llama_json();
-  j["normalizer"]["normalizers"].push_back({{"type", "NFKC"}});
-  throws(j.dump(), "unsupported normalizer");
+  j["normalizer"]["normalizers"].push_back({{"type", "Foo"}});
+  throws(j.dump(), "normalizer.normalizers[2].type = \"Foo\" is not a supported normalizer");
   j = llama_json();
-  j["normalizer"] = nullptr;
-  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}};
-  throws(j.dump(), "pre_tokenizer \"Split\"");
+  j["normalizer"]["normalizers"][0]["extra"] = 1;
+  throws(j.dump(), "normalizer.normalizers[0].extra is not an option");
   j = llama_json();
-  j["normalizer"] = nullptr;
-  j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"split", true}};
-  throws(j.dump(), "Metaspace with split true");
+  j["pre_tokenizer"] = {{"type", "Sequence"},
+                        {"pretokenizers", {{{"type", "WhitespaceSplit"}}, {{"type", "Foo"}}}}};
+  throws(j.dump(), "pre_tokenizer.pretokenizers[1].type = \"Foo\" is not a supported pre-tokenizer");
   j = llama_json();
-  j["pre_tokenizer"] = {{"type", "ByteLevel"}};
-  throws(j.dump(), "unsupported normalizer \"Sequence\" for a byte-level BPE");
-  json wp = {{"model", {{"type", "WordPiece"}, {"vocab", {{"[UNK]", 0}, {"a", 1}}}}},
-             {"pre_tokenizer", {{"type", "Whitespace"}}}};
-  throws(wp.dump(), "unsupported pre_tokenizer \"Whitespace\" for WordPiece");
-  wp["pre_tokenizer"] = {{"type", "BertPreTokenizer"}};
-  wp["model"]["vocab"] = {{"a", 0}};
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(?<=a)b"}}}, {"behavior", "Isolated"}};
+  throws(j.dump(), "pre_tokenizer.pattern.Regex");
+  throws(j.dump(), "lookbehind");
+  j = llama_json();
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\p{Greek}+"}}}, {"behavior", "Isolated"}};
+  throws(j.dump(), "unsupported Unicode property");
+  j = llama_json();
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(a*)*"}}}, {"behavior", "Isolated"}};
+  throws(j.dump(), "can match the empty string");
+  j = llama_json();
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Sideways"}};
+  throws(j.dump(), "pre_tokenizer.behavior = \"Sideways\"");
+  j = llama_json();
+  j["decoder"]["decoders"][1] = {{"type", "Mystery"}};
+  throws(j.dump(), "decoder.decoders[1].type = \"Mystery\" is not a supported decoder");
+  j = llama_json();
+  j["truncation"] = {{"max_length", 8}, {"direction", "Middle"}};
+  throws(j.dump(), "truncation.direction");
+  j = llama_json();
+  j["model"]["vocab"]["bad\xC3"] = 400;  // invalid UTF-8 written raw into the file below
+  {
+    std::string text = j.dump(-1, ' ', false, json::error_handler_t::ignore);
+    text.replace(text.find("\"bad\""), 5, "\"bad\xC3\"");
+    throws(text, "ill-formed UTF-8");
+  }
+  json wp = {{"model", {{"type", "WordPiece"}, {"vocab", {{"a", 0}}}}}, {"pre_tokenizer", {{"type", "BertPreTokenizer"}}}};
   throws(wp.dump(), "unk_token \"[UNK]\" is not in the vocabulary");
   wp["model"]["vocab"] = {{"[UNK]", 0}, {"a", 1}};
   wp["model"]["max_input_chars_per_word"] = "many";
   throws(wp.dump(), "max_input_chars_per_word");
-  wp["model"]["max_input_chars_per_word"] = 100;
-  wp["normalizer"] = {{"type", "Lowercase"}};
-  throws(wp.dump(), "unsupported normalizer \"Lowercase\" for WordPiece");
+  json uni = {{"model", {{"type", "Unigram"}, {"vocab", {{"a", 0}}}}}};
+  throws(uni.dump(), "model.vocab must be an array of [\"piece\", score]");
+  uni["model"]["vocab"] = json::array({json::array({"a", -1.0}), json::array({"b", "x"})});
+  throws(uni.dump(), "not valid JSON");
+  // core/limits.h: nesting, ids past the model's vocabulary, token bytes
+  json deep = {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", json::array()}}}};
+  std::string nested = "1";
+  for (int i = 0; i < 40; ++i) nested = "[" + nested + "]";
+  throws(deep.dump().insert(1, "\"x\": " + nested + ", "), "nested more than 32 levels deep");
+  deep["model"]["vocab"] = {{"a", 0}, {"b", 5}};
+  CHECK_THROWS_WITH(attnlens::load_hf_tokenizer(deep.dump(), "t.json", 4),
+                    Catch::Contains("t.json: model.vocab[\"b\"] is id 5, but the model has only 4 tokens"));
+  CHECK(attnlens::load_hf_tokenizer(deep.dump(), "t.json", 6)->vocab_size() == 6);
+  deep["added_tokens"] = json::array({{{"id", 7}, {"content", "<x>"}}});
+  CHECK_THROWS_WITH(attnlens::load_hf_tokenizer(deep.dump(), "t.json", 6), Catch::Contains("added_tokens[0].id is id 7"));
+  deep.erase("added_tokens");
+  deep["model"]["vocab"][std::string(70000, 'a')] = 2;
+  throws(deep.dump(), "70000-byte token");
 }
 
 TEST_CASE("every truncation of a tokenizer.json throws attnlens::Error, never crashes", "[hf][errors]") {

@@ -4,6 +4,7 @@ import { expandTopK, headScores, idsOf, patchMap, selectRecords } from './analys
 import { Attentions } from './attentions.mjs';
 import { describeModel, renderChat } from './chat.mjs';
 import { throwIfAborted } from './errors.mjs';
+import { PieceLabels } from './pieces.mjs';
 import { resolveSource } from './sources.mjs';
 import { getModule, instanceLost, onEngineLost, trackOwner } from './wasm.mjs';
 
@@ -84,6 +85,7 @@ function topK(probs, k) {
 export class Model {
   #m;        // the Emscripten module
   #handle;   // C++ ModelHandle
+  #labels;   // piece labels, asked once per distinct id
   #session;  // C++ SessionHandle used by every call
   #queue = Promise.resolve();
   #disposed = false;
@@ -95,6 +97,7 @@ export class Model {
   constructor(module, handle, session) {
     this.#m = module;
     this.#handle = handle;
+    this.#labels = new PieceLabels((ids) => handle.pieces(ids));
     this.#session = session;
     this.#untrack = trackOwner(module, this);
     /** The model card: architecture, sizes, memory (built by bindings/model.cpp). */
@@ -176,7 +179,7 @@ export class Model {
     check.options(options, 'tokenize');
     return this.#exclusive(() => {
       const ids = Array.from(this.#handle.tokenize(text, options.addSpecialTokens ?? true));
-      return { ids, pieces: this.#handle.pieces(ids) };
+      return { ids, pieces: this.#labels.of(ids) };
     });
   }
 
@@ -189,7 +192,7 @@ export class Model {
     check.string(text, 'text');
     return this.#exclusive(() => {
       const ids = Array.from(this.#handle.encodePrompt(text));
-      return { ids, pieces: ids.length ? this.#handle.pieces(ids) : [] };
+      return { ids, pieces: this.#labels.of(ids) };
     });
   }
 
@@ -220,7 +223,7 @@ export class Model {
     const text = renderChat(this.#chatModel(), messages, check.chatOptions(options, 'encodeChat'));
     return this.#exclusive(() => {
       const ids = Array.from(this.#handle.tokenize(text, false));
-      return { text, ids, pieces: ids.length ? this.#handle.pieces(ids) : [], special: ids.length ? this.#handle.special(ids) : [] };
+      return { text, ids, pieces: this.#labels.of(ids), special: ids.length ? this.#handle.special(ids) : [] };
     });
   }
 
@@ -235,7 +238,7 @@ export class Model {
   async pieces(ids) {
     this.#alive();
     const list = check.tokenIds(ids, 'ids', this.info.vocabSize, { allowEmpty: true });
-    return this.#exclusive(() => (list.length ? this.#handle.pieces(list) : []));
+    return this.#exclusive(() => this.#labels.of(list));
   }
 
   #attentionOption(v) {

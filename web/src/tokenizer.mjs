@@ -3,6 +3,7 @@
 // tokenizer.
 import { renderChat } from './chat.mjs';
 import { getModule, instanceLost, onEngineLost, trackOwner } from './wasm.mjs';
+import { PieceLabels } from './pieces.mjs';
 import * as check from './validate.mjs';
 
 export class Tokenizer {
@@ -10,11 +11,13 @@ export class Tokenizer {
   #disposed = false;
   #lost = null;
   #untrack;
+  #labels;
 
   /** @internal use loadTokenizer() */
   constructor(module, handle) {
     this.#t = handle;
     this.#untrack = trackOwner(module, this);
+    this.#labels = new PieceLabels((ids) => handle.pieces(ids));
     this.kind = handle.kind();
     this.vocabSize = handle.vocabSize();
     /** Special tokens, add_bos/add_eos, model_max_length, chat template names (as model.info.tokenizer). */
@@ -50,7 +53,7 @@ export class Tokenizer {
     this.#alive();
     check.string(text, 'text');
     const ids = Array.from(this.#t.tokenize(text, !!addSpecialTokens));
-    return { ids, pieces: this.#t.pieces(ids) };
+    return { ids, pieces: this.#labels.of(ids) };
   }
 
   /** A conversation → its prompt text (options as Model.applyChatTemplate). */
@@ -64,7 +67,7 @@ export class Tokenizer {
     this.#alive();
     const text = renderChat(this.#chatModel(), messages, check.chatOptions(options, 'encodeChat'));
     const ids = Array.from(this.#t.tokenize(text, false));
-    return { text, ids, pieces: this.#t.pieces(ids), special: this.#t.special(ids) };
+    return { text, ids, pieces: this.#labels.of(ids), special: this.#t.special(ids) };
   }
 
   #chatModel() {
@@ -78,7 +81,7 @@ export class Tokenizer {
 
   pieces(ids) {
     this.#alive();
-    return this.#t.pieces(check.tokenIds(ids, 'ids', this.vocabSize));
+    return this.#labels.of(check.tokenIds(ids, 'ids', this.vocabSize));
   }
 
   dispose() {
