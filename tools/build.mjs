@@ -31,7 +31,7 @@ export function buildWasm(targets = []) {
   const dir = buildDirs.wasm;
   if (!existsSync(join(dir, 'CMakeCache.txt'))) {
     run('emcmake', ['cmake', '-S', root, '-B', dir, '-DCMAKE_BUILD_TYPE=Release',
-      // emcmake's default emulator passes a flag Node 20 refuses (TOOLCHAIN.md §1)
+      // emcmake's default emulator passes --experimental-wasm-threads, which Node 20 refuses
       '-DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node;--no-experimental-fetch']);
   }
   run('cmake', ['--build', dir, '-j', jobs, ...targets.flatMap((t) => ['--target', t])]);

@@ -62,7 +62,7 @@ const char* file_kind_name(FileKind k);  // "llama2c", "llama2c-tokenizer", "ggu
 //                      object has a "weight_map" object (only parsed when the text mentions "weight_map")
 FileKind detect_file_kind(const Bytes& file);
 
-// llama2.c checkpoint (Karpathy's run.c format; see ../shared/models/README.md). The header's 7 int32
+// llama2.c checkpoint (Karpathy's run.c format). The header's 7 int32
 // must be positive (vocab_size may be negative: separate classifier), dim % n_heads == 0,
 // n_heads % n_kv_heads == 0, and the file size must match the header exactly.
 // Tensors get GGUF names and PyTorch (outermost-first) shapes, all f32:

@@ -1,5 +1,6 @@
-// Choosing the next token from the logits (seed 001 §"Vocabulary projection", seed 004 §"decoding
-// strategies"), in the order Hugging Face's generate applies them:
+// Choosing the next token from the logits (top-k: Fan et al. 2018; top-p: Holtzman et al. 2020, "The
+// Curious Case of Neural Text Degeneration"; repetition penalty: Keskar et al. 2019, CTRL), in the order
+// Hugging Face's generate applies them:
 //   repetition penalty → temperature → top-k → top-p (nucleus) → draw
 // temperature 0 is greedy decoding (argmax, ties to the lowest id). The random numbers come from a
 // PCG32 generator seeded by the caller, so the same seed gives the same text natively and in wasm.
