@@ -24,6 +24,7 @@ std::string fixture_dir() { return testutil::source_dir() + "/build-fixtures/gpt
       WARN("SKIPPED: " << fixture_dir() << "cases.json is absent; produce it with `npm install && node "  \
                           "tests/fixtures/tokenizers/gpt2_expected.mjs build-fixtures/gpt2` (npm test "   \
                           "runs it first)");                                                             \
+      testutil::note_skip(fixture_dir() + "cases.json is absent (tests/fixtures/tokenizers/gpt2_expected.mjs)"); \
       return;                                                                                             \
     }                                                                                                     \
   } while (0)
