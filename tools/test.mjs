@@ -3,8 +3,10 @@
 //   1. install what is missing (tools/setup.mjs)
 //   2. build native and wasm (engine, Catch2 tests, the JS package's module)
 //   3. Catch2 through CTest: natively, then the same tests compiled to wasm and run under Node
-//   4. node --test tests/js (the JS API, CLI, packaging) and tests/e2e (headless Chromium)
-// Options: --only cpp|js    --skip-setup
+//   4. the fuzzing smoke run (tools/fuzz.mjs --smoke: clang + ASan + UBSan builds of the libFuzzer
+//      harnesses replay their seeds and tests/fuzz/regressions, then fuzz 3 s each)
+//   5. node --test tests/js (the JS API, CLI, packaging) and tests/e2e (headless Chromium)
+// Options: --only cpp|fuzz|js    --skip-setup
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -51,8 +53,9 @@ if (!only || only === 'cpp') {
   step('build native', () => buildNative());
   step('C++ tests (native)', () => ctest(buildDirs.native));
 }
-step('build wasm', () => buildWasm());
+if (only !== 'fuzz') step('build wasm', () => buildWasm());
 if (!only || only === 'cpp') step('C++ tests (wasm, under Node)', () => ctest(buildDirs.wasm));
+if (!only || only === 'fuzz') step('fuzzing smoke run', () => execFileSync('node', [join(root, 'tools/fuzz.mjs'), '--smoke'], { stdio: 'inherit' }));
 if (!only || only === 'js') {
   for (const dir of ['tests/js', 'tests/e2e']) {
     if (!existsSync(join(root, dir))) continue;
