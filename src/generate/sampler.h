@@ -37,14 +37,28 @@ class Sampler {
   explicit Sampler(const SamplingOptions& o);
   // The next token given the logits [vocab] and the tokens so far (for the repetition penalty).
   int sample(const float* logits, int vocab, const std::vector<int>& history);
+  // The distribution sample() draws from for these logits: probabilities [vocab] after the
+  // repetition penalty, temperature, top-k and top-p (zero for every filtered token; greedy: 1 for
+  // the argmax). Draws nothing: the generator's state is unchanged.
+  std::vector<double> distribution(const float* logits, int vocab, const std::vector<int>& history);
 
  private:
-  int sample_all(float inv_t, int vocab);
-  int sample_nucleus(float inv_t, int vocab);
+  // The candidates of one step: ids (all of 0..vocab-1 in order when `all`, else order_[0..n)) with
+  // unnormalised weights weights_[0..n) summing to `total`.
+  struct Candidates {
+    bool all;
+    int n;
+    double total;
+  };
+  Candidates candidates(const float* logits, int vocab, const std::vector<int>& history);
+  Candidates all_tokens(float inv_t, int vocab);
+  Candidates nucleus(float inv_t, int vocab);
+  int id(const Candidates& c, int i) const { return c.all ? i : order_[i]; }
   SamplingOptions o_;
   Pcg32 rng_;
   std::vector<float> work_;
   std::vector<int> order_;
+  std::vector<double> weights_;
 };
 
 int argmax(const float* x, int n);  // first index of the maximum
