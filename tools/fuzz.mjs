@@ -40,6 +40,7 @@ const SEEDS = {
   tokenizer_json: [...['gpt2', 'bert'].map((d) => join(torch, d, 'tokenizer.json')), ...files(join(fixtures, 'tokenizers'), /\.json$/),
     join(root, 'models/date-normalizer/tokenizer.json')],
   tokenizer_bin: [...files(join(shared, 'models/stories260K'), /^tok.*\.bin$/), ...files(join(fixtures, 'tokenizers'), /\.bin$/)],
+  sentencepiece_model: files(join(fixtures, 'spm'), /\.model$/),
   load: [],  // bundles, written below from the small models
 };
 
