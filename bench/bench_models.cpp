@@ -26,7 +26,8 @@
 // --quantize TYPE (q8_0, q4_0, q4_k; --q8 = --quantize q8_0) quantizes its f32 matrices at load.
 // usage: bench_models CHECKPOINT.bin [--q8] [--quantize TYPE] [--steps 200] [--prompt "1 9038 2501 263 931"] [--reps 3]
 //          [--warmup-s 10] [--prefill 64,256] [--prefill-reps 5] [--tokenizer tokenizer.bin] [--quick]
-//          [--no-decode] [--label NAME]
+//          [--no-decode] [--label NAME] [--threads N]
+// --threads N: the engine's work split over N threads (core/parallel.h; default 1).
 // One JSON line per measurement on stdout ("load", "decode", "prefill", "generate"); progress on stderr.
 #include <algorithm>
 #include <chrono>
@@ -45,6 +46,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "generate/generator.h"
 #include "kernels/kernels.h"
 #include "runtime/loader.h"
@@ -96,6 +98,7 @@ struct Options {
   double warmup_s = 10;
   std::vector<int> prefill{64, 256};
   int prefill_reps = 5;
+  int threads = 1;
 };
 
 [[noreturn]] void usage(const char* msg) {
@@ -103,7 +106,7 @@ struct Options {
   std::fprintf(stderr,
                "usage: bench_models CHECKPOINT.bin [--q8] [--quantize TYPE] [--steps 200] [--prompt \"1 9038 2501 263 931\"] [--reps 3]\n"
                "         [--warmup-s 10] [--prefill 64,256] [--prefill-reps 5] [--tokenizer tokenizer.bin] [--quick]\n"
-               "         [--no-decode] [--label NAME]\n");
+               "         [--no-decode] [--label NAME] [--threads N]\n");
   std::exit(2);
 }
 
@@ -139,12 +142,13 @@ Options parse(int argc, char** argv) {
     else if (a == "--prefill-reps") o.prefill_reps = std::atoi(value().c_str());
     else if (a == "--tokenizer") o.tokenizer = value();
     else if (a == "--label") o.label = value();
+    else if (a == "--threads") o.threads = std::atoi(value().c_str());
     else if (!a.empty() && a[0] == '-') usage(("unknown option " + a).c_str());
     else if (o.checkpoint.empty()) o.checkpoint = a;
     else usage("more than one checkpoint");
   }
   if (o.checkpoint.empty()) usage("no checkpoint");
-  if (o.steps < 2 || o.prompt.empty() || o.reps < 1 || o.prefill_reps < 1) usage("bad numbers");
+  if (o.steps < 2 || o.prompt.empty() || o.reps < 1 || o.prefill_reps < 1 || o.threads < 1) usage("bad numbers");
   return o;
 }
 
@@ -258,6 +262,12 @@ Pass decode_pass(const models::Model& model, models::Session& s, const std::vect
 
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
+  const int threads = parallel::reserve(o.threads);
+  if (threads < o.threads) {
+    std::fprintf(stderr, "bench_models: only %d threads available\n", threads);
+    return 1;
+  }
+  parallel::Threads use(o.threads);
   try {
     runtime::LoadOptions lo;
     lo.format = models::parse_weight_format(o.quantize);
@@ -277,7 +287,7 @@ int main(int argc, char** argv) {
     }
     const std::string common = "\"platform\":\"" + std::string(kPlatform) + "\",\"simd\":\"" +
                                kernels::simd_arch_name() + "\",\"model\":" + json_str(label) + ",\"weights\":\"" +
-                               info.weight_dtype + "\"";
+                               info.weight_dtype + "\",\"threads\":" + std::to_string(o.threads);
     std::printf(
         "{\"type\":\"load\",%s,\"load_ms\":%.1f,\"params\":%lld,\"weight_bytes\":%zu,\"matmul_params_per_token\":%.0f,"
         "\"d_model\":%d,\"layers\":%d,\"heads\":%d,\"kv_heads\":%d,\"d_ff\":%d,\"vocab\":%d,\"context\":%d}\n",
