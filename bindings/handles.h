@@ -125,6 +125,9 @@ class SessionHandle {
   val memory() const;
   const models::Session& session() const { return *s_; }
   void reset();
+  // Threads this session's forward passes use (core/parallel.h; clamped to the pool's size).
+  void set_threads(int n) { threads_ = n < 1 ? 1 : n; }
+  int threads() const { return threads_; }
 
   // Generation, one token per step() so JS can yield and abort between tokens. options: {maxNewTokens,
   // temperature, topK, topP, repetitionPenalty, seed, stop} (web/src/validate.mjs generateOptions) and
@@ -153,6 +156,7 @@ class SessionHandle {
   std::unique_ptr<generate::Generation> gen_;
   uint64_t seed_ = 0;
   std::unique_ptr<interp::Interventions> ablation_hooks_;  // set_ablations()
+  int threads_ = 1;
 };
 
 }  // namespace attnlens::bindings

@@ -4,6 +4,7 @@
 #include <malloc.h>
 
 #include "bindings/handles.h"
+#include "core/parallel.h"
 #include "kernels/kernels.h"
 
 namespace attnlens::bindings {
@@ -121,10 +122,17 @@ int debug_trap(const std::string& kind) {
   return 0;
 }
 
+// Threads: what this module can run (1 for the single-thread build), and starting the pool's
+// workers (web/src/wasm.mjs loads the pthread workers first, then calls this).
+int max_threads() { return parallel::max_threads(); }
+int reserve_threads(int n) { return parallel::reserve(n); }
+
 EMSCRIPTEN_BINDINGS(attnlens_module) {
   function("memoryStats", &memory_stats);
   function("simdArch", &simd_arch);
   function("debugTrap", &debug_trap);
+  function("maxThreads", &max_threads);
+  function("reserveThreads", &reserve_threads);
   function("failed", &failed);
   function("takeError", &take_error);
 }

@@ -2,7 +2,8 @@
 // Every test of AttnLens, as CI runs it (`npm test`):
 //   1. install what is missing (tools/setup.mjs)
 //   2. build native and wasm (engine, Catch2 tests, the JS package's module)
-//   3. Catch2 through CTest: natively, then the same tests compiled to wasm and run under Node
+//   3. Catch2 through CTest: natively, then the same tests compiled to wasm and run under Node (and
+//      the thread tests once more in the pthreads build, build-wasm-mt/)
 //   4. the fuzzing smoke run (tools/fuzz.mjs --smoke: clang + ASan + UBSan builds of the libFuzzer
 //      harnesses replay their seeds and tests/fuzz/regressions, then fuzz 3 s each)
 //   5. node --test tests/js (the JS API, CLI, packaging) and tests/e2e (headless Chromium)
@@ -34,11 +35,11 @@ if (!existsSync(join(root, '..', 'shared')))
 // Catch2 has no skip: the test binaries append the cases they skipped to catch2-skipped.log in their
 // working directory (tests/cpp/main.cpp); they are listed and counted here, apart from the passes.
 const skipped = [];
-const ctest = (dir) => {
+const ctest = (dir, ...args) => {
   const log = join(dir, 'catch2-skipped.log');
   rmSync(log, { force: true });
   try {
-    execFileSync('ctest', ['--output-on-failure', '-j', String(cpus().length)], { cwd: dir, stdio: 'inherit' });
+    execFileSync('ctest', ['--output-on-failure', '-j', String(cpus().length), ...args], { cwd: dir, stdio: 'inherit' });
   } finally {
     if (existsSync(log)) {
       const lines = readFileSync(log, 'utf8').split('\n').filter(Boolean);
@@ -48,13 +49,19 @@ const ctest = (dir) => {
     }
   }
 };
+// The tests of work split over threads, built and run in the pthreads build too.
+const threadTests = ['test_core_parallel', 'test_nn_threads', 'test_runtime_threads'];
 
 if (!only || only === 'cpp') {
   step('build native', () => buildNative());
   step('C++ tests (native)', () => ctest(buildDirs.native));
 }
 if (only !== 'fuzz') step('build wasm', () => buildWasm());
-if (!only || only === 'cpp') step('C++ tests (wasm, under Node)', () => ctest(buildDirs.wasm));
+if (only !== 'fuzz') step('build wasm (pthreads)', () => buildWasm(['attnlens_wasm', ...(!only || only === 'cpp' ? threadTests : [])], { threads: true }));
+if (!only || only === 'cpp') {
+  step('C++ tests (wasm, under Node)', () => ctest(buildDirs.wasm));
+  step('C++ thread tests (wasm pthreads, under Node)', () => ctest(buildDirs.wasmMt, '-R', `^(${threadTests.join('|')})$`));
+}
 if (!only || only === 'fuzz') step('fuzzing smoke run', () => execFileSync('node', [join(root, 'tools/fuzz.mjs'), '--smoke'], { stdio: 'inherit' }));
 if (!only || only === 'js') {
   for (const dir of ['tests/js', 'tests/e2e']) {

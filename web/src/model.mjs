@@ -6,7 +6,7 @@ import { describeModel, renderChat } from './chat.mjs';
 import { throwIfAborted } from './errors.mjs';
 import { PieceLabels } from './pieces.mjs';
 import { resolveSource } from './sources.mjs';
-import { getModule, instanceLost, onEngineLost, trackOwner } from './wasm.mjs';
+import { defaultThreads, getModule, instanceLost, onEngineLost, reserveThreads, trackOwner } from './wasm.mjs';
 
 /**
  * @internal A stream() option only the worker passes: an Int32Array on a SharedArrayBuffer that the
@@ -91,8 +91,10 @@ export class Model {
   }
 
   /** @internal Builds a model from its files ({name, bytes}). */
-  static async fromFiles(files, { quantize = 'none', contextLength = 0 } = {}) {
+  static async fromFiles(files, { quantize = 'none', contextLength = 0, threads } = {}) {
     const m = await getModule();
+    const wanted = threads ?? await defaultThreads();
+    const available = await reserveThreads(m, wanted);
     const set = new m.FileSet();
     let handle = null;
     let session = null;
@@ -100,6 +102,7 @@ export class Model {
       for (const f of files) set.add(f.name, f.bytes.length).set(f.bytes);  // straight into wasm memory
       handle = new m.Model(set, quantize);
       session = handle.newSession(contextLength);
+      session.setThreads(Math.min(wanted, available));
       return new Model(m, handle, session);
     } catch (e) {
       if (!instanceLost(m)) {
@@ -639,5 +642,5 @@ function topOfStep(t, h) {
 export async function loadModelHere(source, options = {}) {
   const [files] = await Promise.all([resolveSource(source, options), getModule()]);
   throwIfAborted(options.signal);
-  return Model.fromFiles(files, { quantize: options.quantize ?? 'none', contextLength: options.contextLength ?? 0 });
+  return Model.fromFiles(files, { quantize: options.quantize ?? 'none', contextLength: options.contextLength ?? 0, threads: options.threads });
 }
