@@ -80,7 +80,7 @@ class Pool {
     }
     if (wake) wake_.notify_all();
     t_in_task = true;
-    run_tasks(epoch, job);
+    run_tasks(epoch, job, threads - 1);  // the caller's slot: after the workers' 0 … threads − 2
     t_in_task = false;
     // Every task has been taken; wait for the ones still running on workers.
     if (!spin([&] { return done_.load(std::memory_order_acquire) == n; })) {
@@ -102,13 +102,13 @@ class Pool {
 
   // Takes tasks of region `epoch` until none is left. The ticket holds the region's epoch beside
   // the next task, so a worker that arrives late can never take a task of a later region.
-  void run_tasks(uint32_t epoch, const Job& job) {
+  void run_tasks(uint32_t epoch, const Job& job, int slot) {
     for (;;) {
       uint64_t t = ticket_.load(std::memory_order_acquire);
       do {
         if (uint32_t(t >> 32) != epoch || int(uint32_t(t)) >= job.n) return;
       } while (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire));
-      job.fn(job.context, int(uint32_t(t)));
+      job.fn(job.context, int(uint32_t(t)), slot);
       if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == job.n) {
         std::lock_guard<std::mutex> lock(m_);
         if (caller_waiting_) finished_.notify_one();
@@ -132,7 +132,7 @@ class Pool {
         seen = epoch_.load(std::memory_order_relaxed);
         job = job_;
       }
-      if (index < job.workers) run_tasks(seen, job);
+      if (index < job.workers) run_tasks(seen, job, index);
     }
   }
 
@@ -152,7 +152,7 @@ class Pool {
 void run_here(int n, TaskFn fn, void* context) {
   const bool was = t_in_task;
   t_in_task = true;
-  for (int t = 0; t < n; ++t) fn(context, t);
+  for (int t = 0; t < n; ++t) fn(context, t, 0);
   t_in_task = was;
 }
 
@@ -168,6 +168,8 @@ Threads::Threads(int n) noexcept : previous_(t_threads) { t_threads = std::max(1
 Threads::~Threads() { t_threads = previous_; }
 
 int current_threads() noexcept { return std::max(1, std::min(t_threads, reserved())); }
+
+int slots() noexcept { return current_threads(); }
 
 void run(int n_tasks, TaskFn fn, void* context) noexcept {
   if (n_tasks <= 0) return;

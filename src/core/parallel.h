@@ -44,17 +44,30 @@ class Threads {
 };
 int current_threads() noexcept;  // what the calling thread's regions use now
 
-using TaskFn = void (*)(void* context, int task) noexcept;
+// fn(context, task, slot): `slot` (0 … slots() − 1) is the running thread's place in this region, for
+// per-thread scratch that the caller allocated before the region (slots() × its size).
+using TaskFn = void (*)(void* context, int task, int slot) noexcept;
 
-// Runs fn(context, t) for every t in [0, n_tasks) and returns when all have finished. Tasks must not
-// throw (a throw terminates). Runs everything on the calling thread when it uses 1 thread, when
-// n_tasks is 1, inside a task (no nesting), or while another thread's region holds the pool.
+// Runs fn(context, t, slot) for every t in [0, n_tasks) and returns when all have finished. Tasks
+// must not throw (a throw terminates). Runs everything on the calling thread (slot 0) when it uses 1
+// thread, when n_tasks is 1, inside a task (no nesting), or while another thread's region holds the pool.
 void run(int n_tasks, TaskFn fn, void* context) noexcept;
+
+// Slots a region opened now by the calling thread can use: current_threads().
+int slots() noexcept;
 
 template <class F>
 void for_each(int n_tasks, F&& f) noexcept {
   using Fn = std::remove_reference_t<F>;
-  run(n_tasks, [](void* c, int t) noexcept { (*static_cast<Fn*>(c))(t); }, const_cast<void*>(static_cast<const void*>(&f)));
+  run(n_tasks, [](void* c, int t, int) noexcept { (*static_cast<Fn*>(c))(t); }, const_cast<void*>(static_cast<const void*>(&f)));
+}
+
+// The same with f(task, slot).
+template <class F>
+void for_each_slot(int n_tasks, F&& f) noexcept {
+  using Fn = std::remove_reference_t<F>;
+  run(n_tasks, [](void* c, int t, int slot) noexcept { (*static_cast<Fn*>(c))(t, slot); },
+      const_cast<void*>(static_cast<const void*>(&f)));
 }
 
 }  // namespace attnlens::parallel

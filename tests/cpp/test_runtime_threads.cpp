@@ -121,3 +121,18 @@ TEST_CASE("threads: stories260K (Llama, GQA) f32 and q8_0 give identical bits wi
     CHECK(same_bits(one, run_decoder(*m, prompt, 40, 4)));
   }
 }
+
+TEST_CASE("threads: every architecture fixture (windows, soft-caps, q/k norms, GQA) gives identical bits", "[runtime][threads]") {
+  parallel::reserve(4);
+  for (const char* arch : {"llama3", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "gptneox"}) {
+    const std::string path = testutil::fixture_path(std::string("archs/") + arch + ".gguf");
+    auto m = load_model({file(path)});
+    // 40 prompt tokens (past the fixtures' sliding windows), then 8 decode steps
+    std::vector<int> prompt;
+    for (int i = 0; i < 40; ++i) prompt.push_back(1 + (i * 37) % (m->model().info().vocab_size - 1));
+    INFO(arch);
+    const Trace one = run_decoder(*m, prompt, 8, 1);
+    CHECK(same_bits(one, run_decoder(*m, prompt, 8, 2)));
+    CHECK(same_bits(one, run_decoder(*m, prompt, 8, 4)));
+  }
+}
