@@ -174,7 +174,7 @@ runtime::FilePtr read_file(const std::string& path) {
   }
   auto file = std::make_shared<runtime::File>();
   file->name = path;
-  file->bytes.resize(size_t(f.tellg()));
+  file->bytes.allocate(size_t(f.tellg()));
   f.seekg(0);
   f.read(reinterpret_cast<char*>(file->bytes.data()), std::streamsize(file->bytes.size()));
   return file;

@@ -122,6 +122,7 @@ std::string ModelHandle::detokenize(const val& ids) const {
 }
 
 SessionHandle* ModelHandle::new_session(int capacity) const {
+  // Nothing big is allocated here: the KV cache grows with use (nn/kv_cache.h reserve()).
   return guarded([&] { return new SessionHandle(m_, capacity); });
 }
 

@@ -94,6 +94,15 @@ std::vector<std::string> strings_field(const val& o, const char* key) {
   return out;
 }
 
+void require_memory(double bytes, const std::string& what) {
+  const double used = double(mallinfo().uordblks), limit = double(emscripten_get_heap_max());
+  const double left = limit > used ? limit - used : 0;
+  auto mb = [](double b) { return std::to_string(int64_t(b / 1e6 + 0.5)) + " MB"; };
+  AL_CHECK(bytes <= left, what, ": ", mb(bytes), " (", int64_t(bytes), " bytes) of WebAssembly memory needed, but only ",
+           mb(left), " more fit: the WebAssembly heap stops at ", mb(limit), " (", int64_t(limit), " bytes) and ", mb(used),
+           " are in use");
+}
+
 // Bytes the engine has allocated (in use) and the size of the wasm heap (which never shrinks).
 val memory_stats() {
   struct mallinfo mi = mallinfo();
@@ -129,6 +138,7 @@ int reserve_threads(int n) { return parallel::reserve(n); }
 
 EMSCRIPTEN_BINDINGS(attnlens_module) {
   function("memoryStats", &memory_stats);
+  function("requireMemory", +[](double bytes, const std::string& what) { guarded([&] { require_memory(bytes, what); }); });
   function("simdArch", &simd_arch);
   function("debugTrap", &debug_trap);
   function("maxThreads", &max_threads);

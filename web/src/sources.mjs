@@ -44,16 +44,20 @@ async function openCache(useCache) {
 
 /**
  * Reads a response body, reporting each chunk to onChunk(bytes). With the size known (Content-Length
- * of an unencoded body) the bytes land in one buffer allocated up front: no second copy.
+ * of an unencoded body) the bytes land in one buffer allocated up front: no second copy. With
+ * `write(chunk, at)` (and the size known), each chunk goes there instead and nothing is kept.
  */
-async function readBody(response, signal, onChunk) {
+async function readBody(response, signal, onChunk, write = null, expected = 0) {
   if (!response.body?.getReader) {
     const bytes = new Uint8Array(await response.arrayBuffer());
     onChunk(bytes.length);
-    return bytes;
+    if (!write) return bytes;
+    if (bytes.length !== expected) throw new Error(`${response.url}: ${bytes.length} bytes arrived, the server announced ${expected}`);
+    write(bytes, 0);
+    return null;
   }
   const reader = response.body.getReader();
-  let out = new Uint8Array(bodySize(response));
+  let out = write ? null : new Uint8Array(bodySize(response));
   let size = 0;
   for (;;) {
     const { done, value } = signal?.aborted ? {} : await reader.read();
@@ -64,14 +68,26 @@ async function readBody(response, signal, onChunk) {
       throw abortError(signal);
     }
     if (done) break;
-    if (size + value.length > out.length) {  // no or wrong Content-Length: grow geometrically
-      const bigger = new Uint8Array(Math.max(out.length * 2, size + value.length, 1 << 16));
-      bigger.set(out.subarray(0, size));
-      out = bigger;
+    if (write) {
+      if (size + value.length > expected) {
+        await reader.cancel().catch(() => {});
+        throw new Error(`${response.url}: more bytes arrived than the ${expected} the server announced`);
+      }
+      write(value, size);
+    } else {
+      if (size + value.length > out.length) {  // no or wrong Content-Length: grow geometrically
+        const bigger = new Uint8Array(Math.max(out.length * 2, size + value.length, 1 << 16));
+        bigger.set(out.subarray(0, size));
+        out = bigger;
+      }
+      out.set(value, size);
     }
-    out.set(value, size);
     size += value.length;
     onChunk(value.length);
+  }
+  if (write) {
+    if (size !== expected) throw new Error(`${response.url}: ${size} bytes arrived, the server announced ${expected}`);
+    return null;
   }
   return size === out.length ? out : out.slice(0, size);
 }
@@ -125,6 +141,13 @@ async function openUrls(urls, { signal, cache }) {
           await store.put(url, new Response(bytes, { headers })).catch(() => {});  // quota errors: keep going uncached
         }
         return bytes;
+      },
+      async readInto(write, onChunk) {
+        unread = false;
+        // Cache Storage reads its own copy of the stream (a tee), so the body is fetched once.
+        const stored = store && !fromCache ? store.put(url, response.clone()).catch(() => {}) : null;
+        await readBody(response, signal, onChunk, write, this.size);
+        await stored;
       },
     };
   };
@@ -231,6 +254,22 @@ async function nodePathEntries(path) {
           await fh.close();
         }
       },
+      async readInto(write, onChunk, signal) {  // through a 4 MB buffer: write() copies it where it goes
+        const fh = await fs.open(p, 'r');
+        try {
+          const chunk = new Uint8Array(Math.min(4 << 20, Math.max(size, 1)));
+          for (let at = 0; at < size;) {
+            throwIfAborted(signal);
+            const { bytesRead } = await fh.read(chunk, 0, Math.min(chunk.length, size - at), at);
+            if (!bytesRead) throw new Error(`${p}: the file shrank while being read`);
+            write(chunk.subarray(0, bytesRead), at);
+            at += bytesRead;
+            onChunk(bytesRead);
+          }
+        } finally {
+          await fh.close();
+        }
+      },
     };
   }));
 }
@@ -244,6 +283,17 @@ function blobEntry(blob, index, name = blob.name ?? `file${index}`) {
       const bytes = new Uint8Array(await blob.arrayBuffer());
       onChunk(bytes.length);
       return bytes;
+    },
+    // In 16 MB slices: a file of several GB never becomes one ArrayBuffer.
+    async readInto(write, onChunk, signal) {
+      for (let at = 0; at < blob.size;) {
+        throwIfAborted(signal);
+        const piece = new Uint8Array(await blob.slice(at, Math.min(blob.size, at + (16 << 20))).arrayBuffer());
+        if (!piece.length) throw new Error(`${name}: the file shrank while being read`);
+        write(piece, at);
+        at += piece.length;
+        onChunk(piece.length);
+      }
     },
   };
 }
@@ -278,16 +328,15 @@ export function checkSource(source) {
 }
 
 /**
- * Resolves a model source into its files.
- * @returns {Promise<Array<{name: string, bytes: Uint8Array}>>}
+ * Opens a model source: its files as entries { name, size (0 when unknown), read(onChunk, signal) →
+ * Uint8Array, readInto(write, onChunk, signal) }, with `cancel()` to give up the ones not read.
+ * Sizes come first (file system, Blob, HTTP headers), the bytes only when an entry is read.
  */
-export async function resolveSource(source, options = {}) {
-  const { signal, onProgress } = options;
+export async function openSource(source, options = {}) {
+  const { signal } = options;
   throwIfAborted(signal);
   checkSource(source);
   const list = Array.isArray(source) ? source : [source];
-  // First every file's size (file system, Blob, HTTP headers), then the bytes: one progress
-  // stream over all files, `loaded` growing to `total`.
   const groups = [];  // per item: entries, or a URL list opened together below
   for (let i = 0; i < list.length; i++) {
     const item = list[i];
@@ -309,7 +358,12 @@ export async function resolveSource(source, options = {}) {
       groups.push([blobEntry(item.data, i, item.name)]);
     } else {
       const file = fromBuffer(item, `file${i}`) ?? fromBuffer(item.data, item.name);
-      groups.push([{ name: file.name, size: file.bytes.length, read: async (onChunk) => (onChunk(file.bytes.length), file.bytes) }]);
+      groups.push([{
+        name: file.name,
+        size: file.bytes.length,
+        read: async (onChunk) => (onChunk(file.bytes.length), file.bytes),
+        readInto: async (write, onChunk) => (write(file.bytes, 0), onChunk(file.bytes.length)),
+      }]);
     }
   }
   const opened = [];
@@ -326,20 +380,39 @@ export async function resolveSource(source, options = {}) {
     throw e;
   }
   const entries = groups.flat();
+  return { entries, cancel: () => entries.forEach((e) => e.cancel?.()) };
+}
+
+/**
+ * Reads the entries of openSource(): each into JS memory, or with `sinks` (one write(chunk, at) per
+ * entry, every size known) straight where it belongs. One progress stream over all files, `loaded`
+ * growing to `total`; the bodies are read concurrently (the transfers overlap).
+ */
+export async function readEntries({ entries, cancel }, { signal, onProgress } = {}, sinks = null) {
   const total = entries.every((e) => e.size > 0) ? entries.reduce((a, e) => a + e.size, 0) : undefined;
   let loaded = 0;
-  const files = [];
+  const progress = (e) => (n) => {
+    loaded += n;
+    onProgress?.({ loaded, total, file: e.name });
+  };
   try {
     throwIfAborted(signal);
-    // Bodies are read concurrently (the transfers overlap); progress sums them, so it only grows.
-    const bytes = await Promise.all(entries.map((e) => e.read((n) => {
-      loaded += n;
-      onProgress?.({ loaded, total, file: e.name });
-    }, signal)));
-    entries.forEach((e, i) => files.push({ name: e.name, bytes: bytes[i] }));
+    if (sinks) {
+      await Promise.all(entries.map((e, i) => e.readInto(sinks[i], progress(e), signal)));
+      return null;
+    }
+    const bytes = await Promise.all(entries.map((e) => e.read(progress(e), signal)));
+    return entries.map((e, i) => ({ name: e.name, bytes: bytes[i] }));
   } catch (err) {
-    entries.forEach((e) => e.cancel?.());
+    cancel();
     throw err;
   }
-  return files;
+}
+
+/**
+ * Resolves a model source into its files, in JS memory.
+ * @returns {Promise<Array<{name: string, bytes: Uint8Array}>>}
+ */
+export async function resolveSource(source, options = {}) {
+  return readEntries(await openSource(source, options), options);
 }

@@ -157,7 +157,7 @@ function guardCalls(m) {
     if (m.failed()) throw new Error(m.takeError());
     return result;
   };
-  for (const name of ['memoryStats', 'simdArch', 'debugTrap', 'maxThreads', 'reserveThreads']) {
+  for (const name of ['memoryStats', 'requireMemory', 'simdArch', 'debugTrap', 'maxThreads', 'reserveThreads']) {
     const fn = m[name];
     m[name] = (...args) => call(fn, undefined, args, name);
   }
