@@ -62,12 +62,22 @@ TEST_CASE("parallel: tasks spread over the threads of the scope", "[core][thread
     parallel::Threads use(threads);
     std::mutex m;
     std::set<std::thread::id> ids;
-    // Tasks that take 2 ms each: a worker parked on its condition variable has woken long before the
-    // caller could finish them all alone (16 × 2 ms), even on a busy machine.
+    // Each task waits (up to 20 s) until a second thread has taken a task: the region can only end
+    // early if a worker really runs tasks next to the caller, however busy the machine is.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     parallel::for_each(16, [&](int) noexcept {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      std::lock_guard<std::mutex> lock(m);
-      ids.insert(std::this_thread::get_id());
+      {
+        std::lock_guard<std::mutex> lock(m);
+        ids.insert(std::this_thread::get_id());
+      }
+      for (;;) {
+        {
+          std::lock_guard<std::mutex> lock(m);
+          if (ids.size() >= 2) break;
+        }
+        if (std::chrono::steady_clock::now() > deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
     });
     INFO(threads << " threads");
     CHECK(ids.size() >= 2);
