@@ -52,8 +52,11 @@ class Pool {
     std::lock_guard<std::mutex> lock(grow_);
     while (size() < n) {
       const int index = size() - 1;  // workers are 0 … size − 2; the caller is the last thread
+      // The epoch now: a region that opens before the new thread first runs is still its to join
+      // (it would otherwise take that region's epoch as already seen).
+      const uint32_t start = epoch_.load(std::memory_order_acquire);
       try {
-        std::thread([this, index] { worker(index); }).detach();
+        std::thread([this, index, start] { worker(index, start); }).detach();
       } catch (...) {  // std::system_error: no more threads
         break;
       }
@@ -116,9 +119,8 @@ class Pool {
     }
   }
 
-  void worker(int index) {
+  void worker(int index, uint32_t seen) {
     t_in_task = true;  // a task never opens a region of its own
-    uint32_t seen = epoch_.load(std::memory_order_acquire);
     for (;;) {
       if (!spin([&] { return epoch_.load(std::memory_order_acquire) != seen; })) {
         std::unique_lock<std::mutex> lock(m_);
