@@ -72,3 +72,35 @@ TEST_CASE("linear: identical bits with 1, 2 and 4 threads, f32 and q8_0, decode 
     }
   }
 }
+
+TEST_CASE("linear: the GGML block types (q4_0, q5_0, q4_K) and f16 split over threads give the bits of 1 thread",
+          "[nn][threads]") {
+  parallel::reserve(4);
+  const int shapes[][2] = {{768, 256}, {97, 512}, {8000, 256}};  // in: whole q4_K super-blocks
+  for (const auto& sh : shapes) {
+    const int out = sh[0], in = sh[1];
+    const std::vector<float> w = randn(size_t(out) * in, uint32_t(out * 5 + in), 1.f / std::sqrt(float(in)));
+    const std::vector<float> b = randn(size_t(out), uint32_t(out + 11), 0.1f);
+    for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::F16}) {
+      std::vector<uint8_t> wq(dtype_bytes(t, size_t(out) * in));
+      for (int r = 0; r < out; ++r) {
+        uint8_t* row = wq.data() + dtype_bytes(t, size_t(r) * in);
+        if (t == DType::F16) {
+          auto* h = reinterpret_cast<uint16_t*>(row);
+          for (int i = 0; i < in; ++i) h[i] = f32_to_f16(w[size_t(r) * in + i]);
+        } else {
+          kernels::quantize_row(t, w.data() + size_t(r) * in, row, in);
+        }
+      }
+      const Linear l{Matrix{t, out, in, wq.data()}, b.data()};
+      for (int n : {1, 3, 64, 130}) {
+        const std::vector<float> x = randn(size_t(n) * in, uint32_t(n * 17 + out));
+        INFO(out << "×" << in << ", n = " << n << ", " << dtype_name(t));
+        const std::vector<float> one = run(l, x, n, 1);
+        CHECK(same_bits(one, run(l, x, n, 2)));
+        CHECK(same_bits(one, run(l, x, n, 3)));
+        CHECK(same_bits(one, run(l, x, n, 4)));
+      }
+    }
+  }
+}
