@@ -8,6 +8,7 @@
 #include "core/limits.h"
 #include "formats/model_file.h"
 #include "models/registry.h"
+#include "runtime/sentencepiece_tokenizer.h"
 #include "runtime/tokenizer_config.h"
 
 namespace attnlens::runtime {
@@ -176,6 +177,8 @@ struct Roles {
   const File* index = nullptr;
   const File* config = nullptr;
   const File* tokenizer_json = nullptr;
+  const File* spm = nullptr;         // a SentencePiece model (spiece.model, Marian's source.spm, ...)
+  const File* spm_target = nullptr;  // Marian's target.spm
   const File* generation_config = nullptr;
   // The tokenizer's configuration (tokenizer_config.h).
   const File* tokenizer_config = nullptr;
@@ -227,9 +230,15 @@ Roles classify(const std::vector<FilePtr>& files) {
         }
         break;
       }
+      case FileKind::SentencePieceModel:
+        if (name == "target.spm") assign(r.spm_target, f, "target.spm");
+        else assign(r.spm, f, "SentencePiece model");
+        break;
       case FileKind::Unknown:
+        // A file named as a SentencePiece model that does not read as one: say what is wrong with it.
+        if (ends_with(name, ".model") || ends_with(name, ".spm")) read_sentencepiece_model(bytes_of(f));
         fail(f.name, ": not a model file AttnLens recognises (", f.bytes.size(),
-             " bytes; expected a llama2.c checkpoint or tokenizer.bin, a GGUF file, safetensors, or JSON)");
+             " bytes; expected a llama2.c checkpoint or tokenizer.bin, a GGUF file, safetensors, JSON, or a SentencePiece .model)");
     }
   }
   return r;
@@ -340,7 +349,11 @@ std::unique_ptr<Tokenizer> load_tokenizer(const File& file, int vocab_size) {
       AL_CHECK(t, file.name, ": this GGUF has no tokenizer");
       return t;
     }
-    default: fail(file.name, ": not a tokenizer (expected tokenizer.bin, tokenizer.json or a GGUF)");
+    case FileKind::SentencePieceModel: return load_sentencepiece_model(bytes_of(file));
+    default:
+      if (ends_with(base_name(file.name), ".model") || ends_with(base_name(file.name), ".spm"))
+        read_sentencepiece_model(bytes_of(file));  // says what is wrong with it
+      fail(file.name, ": not a tokenizer (expected tokenizer.bin, tokenizer.json, a SentencePiece .model or a GGUF)");
   }
   });
 }
@@ -351,10 +364,12 @@ LoadedTokenizer load_tokenizer_files(const std::vector<FilePtr>& files, int voca
   AL_CHECK(!r.llama2c && r.safetensors.empty() && !r.index && !r.config, "a tokenizer was asked for, but model files (",
            r.llama2c ? r.llama2c->name : !r.safetensors.empty() ? r.safetensors[0]->name : r.index ? r.index->name : r.config->name,
            ") were given: give the tokenizer file and its configuration files");
-  const File* main = r.tokenizer_json ? r.tokenizer_json : r.llama_tokenizer_bin ? r.llama_tokenizer_bin : r.gguf;
-  AL_CHECK(main, "no tokenizer among the files given (expected tokenizer.json, tokenizer.bin or a GGUF)");
-  AL_CHECK(int(!!r.tokenizer_json) + int(!!r.llama_tokenizer_bin) + int(!!r.gguf) == 1,
-           "several tokenizers were given: give one (tokenizer.json, tokenizer.bin or a GGUF) and its configuration files");
+  const File* main = r.tokenizer_json ? r.tokenizer_json : r.llama_tokenizer_bin ? r.llama_tokenizer_bin
+                   : r.spm ? r.spm : r.spm_target ? r.spm_target : r.gguf;
+  AL_CHECK(main, "no tokenizer among the files given (expected tokenizer.json, tokenizer.bin, a SentencePiece .model or a GGUF)");
+  AL_CHECK(int(!!r.tokenizer_json) + int(!!r.llama_tokenizer_bin) + int(!!r.gguf) + int(!!r.spm) + int(!!r.spm_target) == 1,
+           "several tokenizers were given: give one (tokenizer.json, tokenizer.bin, a SentencePiece .model or a GGUF) and ",
+           "its configuration files");
   LoadedTokenizer out;
   out.tokenizer = load_tokenizer(*main, vocab_size);
   if (r.gguf) out.config = read_gguf_tokenizer_config(read_gguf(bytes_of(*r.gguf)).config, r.gguf->name);
@@ -416,6 +431,12 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
     fail("no model weights among the files given (need a llama2.c .bin, a .gguf, or .safetensors + config.json)");
   }
 
+  AL_CHECK(!(r.tokenizer_json && r.spm), "two tokenizers were given: ", r.tokenizer_json ? r.tokenizer_json->name : "", " and ",
+           r.spm ? r.spm->name : "", " (give one)");
+  if (r.spm_target)
+    fail(r.spm_target->name, ": a separate target vocabulary (Marian's target.spm) needs an encoder-decoder model that ",
+         "reads its output with a second tokenizer");
+  if (r.spm) out->tokenizer_ = in_file(r.spm->name, [&] { return load_sentencepiece_model(bytes_of(*r.spm)); });
   if (r.tokenizer_json)
     out->tokenizer_ = in_file(r.tokenizer_json->name, [&] {
       return load_hf_tokenizer(

@@ -168,3 +168,28 @@ TEST_CASE("sentencepiece .model: what the engine does not apply is refused", "[r
     CHECK_THAT(e, Contains("self_test_data sample 0 encodes to"));
   }
 }
+
+TEST_CASE("sentencepiece .model: the runtime loader classifies it by content", "[runtime][spm]") {
+  const auto bytes = model_bytes("bpe_rules");
+  const runtime::File f{"renamed.bin", bytes};
+  const auto t = runtime::load_tokenizer(f);
+  CHECK(t->kind() == "sentencepiece-bpe");
+  const json& c = cases().at("models").at("bpe_rules").at("cases")[0];
+  CHECK(t->encode(c.at("text").get<std::string>(), false) == c.at("ids").get<Ids>());
+
+  // With a tokenizer_config.json: add_eos_token (T5, Marian) appends </s> when special tokens are asked for.
+  const std::string tc = R"({"add_bos_token": false, "add_eos_token": true, "eos_token": "</s>", "unk_token": "<unk>"})";
+  std::vector<runtime::FilePtr> files{std::make_shared<runtime::File>(runtime::File{"spiece.model", bytes}),
+                                      std::make_shared<runtime::File>(runtime::File{"tokenizer_config.json", std::vector<uint8_t>(tc.begin(), tc.end())})};
+  const runtime::LoadedTokenizer lt = runtime::load_tokenizer_files(files);
+  REQUIRE(lt.tokenizer);
+  CHECK(lt.flags.add_eos);
+
+  // Two tokenizers, and a file named .model that is not one.
+  files.push_back(std::make_shared<runtime::File>(runtime::File{"other.model", model_bytes("bpe_plain")}));
+  CHECK_THAT(error_of([&] { runtime::load_tokenizer_files(files); }), Contains("two SentencePiece model files given"));
+  std::vector<uint8_t> broken = bytes;
+  broken[4] = 0xFF;  // inside the first piece's text
+  CHECK_THAT(error_of([&] { runtime::load_tokenizer(runtime::File{"broken.model", broken}); }),
+             Contains("broken.model: byte 2: pieces[0]: piece (5 bytes) is not valid UTF-8"));
+}

@@ -3,7 +3,10 @@
 //   a URL of a file                      "https://…/stories15M.bin", "./model.gguf"
 //   a URL of a Hugging Face-style folder "https://…/kjv-gpt2/"  (ends with "/": config.json,
 //                                        tokenizer.json, model.safetensors or the index + shards,
-//                                        tokenizer_config.json, chat_template.jinja)
+//                                        tokenizer_config.json, chat_template.jinja; without a
+//                                        tokenizer.json, a SentencePiece model: spiece.model,
+//                                        source.spm + target.spm, sentencepiece.bpe.model,
+//                                        tokenizer.model)
 //   several URLs                         ["…/stories15M.bin", "…/tokenizer.bin"]
 //   File / Blob objects (dropped files), ArrayBuffers or typed arrays (named "file0", "file1", …
 //   or passed as { name, data })
@@ -17,7 +20,7 @@ import { FetchError, abortError, throwIfAborted } from './errors.mjs';
 export { FetchError };
 
 const CACHE_NAME = 'attnlens-models-v1';
-const MODEL_FILE = /\.(bin|gguf|safetensors|json|jinja)$/i;
+const MODEL_FILE = /\.(bin|gguf|safetensors|json|jinja|model|spm)$/i;
 
 function baseName(path) {
   return String(path).split(/[\\/]/).filter(Boolean).pop() ?? String(path);
@@ -205,7 +208,13 @@ async function folderUrls(folder, { signal, cache }) {
   } else {
     throw new FetchError(at('model.safetensors'), 404, 'Not Found (no model.safetensors or model.safetensors.index.json in this folder)');
   }
-  if (has['tokenizer.json']) urls.push(at('tokenizer.json'));
+  if (has['tokenizer.json']) {
+    urls.push(at('tokenizer.json'));
+  } else {  // a SentencePiece model: T5/ALBERT spiece.model, Marian's pair, XLM-R, Llama 1/2
+    const spm = ['spiece.model', 'source.spm', 'target.spm', 'sentencepiece.bpe.model', 'tokenizer.model'];
+    const found = await Promise.all(spm.map((n) => exists(at(n), signal, store)));
+    for (const [i, n] of spm.entries()) if (found[i]) urls.push(at(n));
+  }
   if (has['generation_config.json']) urls.push(at('generation_config.json'));
   if (has['tokenizer_config.json']) {
     urls.push(at('tokenizer_config.json'));
@@ -230,8 +239,12 @@ async function nodePathEntries(path) {
   });
   let paths = [path];
   if (stat.isDirectory()) {
-    paths = (await fs.readdir(path)).filter((f) => MODEL_FILE.test(f)).sort().map((f) => pathMod.join(path, f));
-    if (!paths.length) throw new Error(`${path}: the folder holds no model files (.bin, .gguf, .safetensors, .json)`);
+    let names = (await fs.readdir(path)).filter((f) => MODEL_FILE.test(f));
+    // A folder with tokenizer.json may also keep the SentencePiece model it was converted from
+    // (T5's spiece.model): the tokenizer.json is the one loaded, as from a folder URL.
+    if (names.includes('tokenizer.json')) names = names.filter((f) => !/\.(model|spm)$/i.test(f));
+    paths = names.sort().map((f) => pathMod.join(path, f));
+    if (!paths.length) throw new Error(`${path}: the folder holds no model files (.bin, .gguf, .safetensors, .json, .model)`);
   }
   return Promise.all(paths.map(async (p) => {
     const size = (await fs.stat(p)).size;
