@@ -8,6 +8,7 @@
 #include "core/limits.h"
 #include "formats/model_file.h"
 #include "models/registry.h"
+#include "runtime/gguf_tokenizer.h"
 #include "runtime/sentencepiece_tokenizer.h"
 #include "runtime/tokenizer_config.h"
 
@@ -60,112 +61,6 @@ std::vector<int> all_ids(const nlohmann::json& j, const char* key) {
     for (const auto& x : v)
       if (id(x)) out.push_back(x.get<int>());
   return out;
-}
-
-// Typed reads of GGUF tokenizer metadata: a wrong type is an error naming the file and the key.
-struct MetaReader {
-  const nlohmann::json& meta;
-  const std::string& source;
-
-  const nlohmann::json* find(const char* key) const {
-    auto it = meta.find(key);
-    return it == meta.end() ? nullptr : &*it;
-  }
-  bool boolean(const char* key, bool fallback) const {
-    const nlohmann::json* v = find(key);
-    if (!v) return fallback;
-    AL_CHECK(v->is_boolean(), source, ": ", key, " must be a bool, got ", json_brief(*v));
-    return v->get<bool>();
-  }
-  // A token id: an integer in [-1, vocab limit); `fallback` when absent.
-  int id(const char* key, int fallback) const {
-    const nlohmann::json* v = find(key);
-    if (!v) return fallback;
-    AL_CHECK(v->is_number_integer() && v->get<int64_t>() >= -1 && v->get<int64_t>() < limits::kMaxVocab, source, ": ", key,
-             " must be a token id, got ", json_brief(*v));
-    return v->get<int>();
-  }
-  std::string string(const char* key) const {
-    const nlohmann::json* v = find(key);
-    AL_CHECK(v && v->is_string(), source, ": ", key, " must be a string, got ", v ? json_brief(*v) : "nothing");
-    return v->get<std::string>();
-  }
-  // An array (of at most `limit` values); null when absent and not required.
-  const nlohmann::json* array(const char* key, size_t limit, bool required) const {
-    const nlohmann::json* v = find(key);
-    AL_CHECK(v || !required, source, ": ", key, " is missing");
-    if (!v) return nullptr;
-    AL_CHECK(v->is_array(), source, ": ", key, " must be an array, got ", json_brief(*v));
-    AL_CHECK(v->size() <= limit, source, ": ", key, " has ", v->size(), " values (at most ", limit, ")");
-    return v;
-  }
-  template <class T, class Check>
-  std::vector<T> values(const char* key, const nlohmann::json& list, const char* type, Check ok) const {
-    std::vector<T> out;
-    out.reserve(list.size());
-    for (size_t i = 0; i < list.size(); ++i) {
-      AL_CHECK(ok(list[i]), source, ": ", key, "[", i, "] must be ", type, ", got ", json_brief(list[i]));
-      out.push_back(list[i].get<T>());
-    }
-    return out;
-  }
-};
-
-// GGUF keeps the tokenizer in its metadata: SentencePiece BPE ("llama") or byte-level BPE ("gpt2",
-// rebuilt as the tokenizer.json it came from).
-std::unique_ptr<Tokenizer> gguf_tokenizer(const nlohmann::json& meta, const std::string& source) {
-  if (!meta.contains("tokenizer.ggml.model")) return nullptr;
-  const MetaReader m{meta, source};
-  const std::string kind = m.string("tokenizer.ggml.model");
-  const nlohmann::json& tokens = *m.array("tokenizer.ggml.tokens", limits::kMaxVocab, true);
-  auto is_string = [](const nlohmann::json& x) {
-    return x.is_string() && x.get_ref<const std::string&>().size() <= size_t(limits::kMaxTokenBytes);
-  };
-  auto is_type = [](const nlohmann::json& x) { return x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= 255; };
-  const nlohmann::json* types = m.array("tokenizer.ggml.token_type", limits::kMaxVocab, false);
-  if (kind == "llama") {
-    std::vector<std::string> pieces = m.values<std::string>("tokenizer.ggml.tokens", tokens, "a string of at most 65536 bytes", is_string);
-    std::vector<float> scores;
-    std::vector<int> token_types;
-    if (const nlohmann::json* s = m.array("tokenizer.ggml.scores", limits::kMaxVocab, false))
-      scores = m.values<float>("tokenizer.ggml.scores", *s, "a number", [](const nlohmann::json& x) { return x.is_number(); });
-    if (types) token_types = m.values<int>("tokenizer.ggml.token_type", *types, "a token type (0..255)", is_type);
-    return make_sentencepiece_tokenizer(std::move(pieces), std::move(scores), std::move(token_types),
-                                        m.id("tokenizer.ggml.bos_token_id", 1), m.id("tokenizer.ggml.eos_token_id", 2),
-                                        m.id("tokenizer.ggml.unknown_token_id", 0), m.boolean("tokenizer.ggml.add_bos_token", true),
-                                        m.boolean("tokenizer.ggml.add_space_prefix", true));
-  }
-  if (kind == "gpt2") {
-    nlohmann::json tj;
-    nlohmann::json vocab = nlohmann::json::object();
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      AL_CHECK(is_string(tokens[i]), source, ": tokenizer.ggml.tokens[", i, "] must be a string of at most 65536 bytes, got ",
-               json_brief(tokens[i]));
-      vocab[tokens[i].get<std::string>()] = i;
-    }
-    nlohmann::json merges = nlohmann::json::array();
-    if (const nlohmann::json* list = m.array("tokenizer.ggml.merges", limits::kMaxMerges, false)) merges = *list;
-    tj["model"] = {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", std::move(merges)}};
-    tj["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
-    tj["decoder"] = {{"type", "ByteLevel"}};
-    nlohmann::json added = nlohmann::json::array();
-    if (types) {
-      for (size_t i = 0; i < types->size() && i < tokens.size(); ++i) {
-        AL_CHECK(is_type((*types)[i]), source, ": tokenizer.ggml.token_type[", i, "] must be a token type (0..255), got ",
-                 json_brief((*types)[i]));
-        if ((*types)[i].get<int>() == 3) added.push_back({{"id", i}, {"content", tokens[i]}, {"special", true}});
-      }
-    }
-    tj["added_tokens"] = std::move(added);
-    std::string text;
-    try {
-      text = tj.dump();
-    } catch (const nlohmann::json::type_error&) {  // 316: a string that is not UTF-8
-      fail(source, ": tokenizer.ggml.tokens or tokenizer.ggml.merges holds a string that is not valid UTF-8");
-    }
-    return load_hf_tokenizer(text, source + " (its tokenizer as a tokenizer.json)");
-  }
-  fail(source, ": unsupported GGUF tokenizer model \"", brief_name(kind), "\" (supported: llama, gpt2)");
 }
 
 // The files of one checkpoint, sorted by role.

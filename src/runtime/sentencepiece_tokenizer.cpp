@@ -87,7 +87,7 @@ int check(const Proto& m) {
   return unk;
 }
 
-std::unique_ptr<tok::Model> unigram(const Proto& m, int unk, const std::vector<tok::SpmPiece>& kinds) {
+std::unique_ptr<tok::Model> unigram(const Proto& m, int unk, const std::vector<tok::SpmPiece>& kinds, bool byte_fallback) {
   tok::UnigramConfig u;
   u.vocab.reserve(m.pieces.size());
   float min_score = FLT_MAX, max_score = FLT_MIN;  // sentencepiece's initial values (FLT_MIN > 0)
@@ -99,7 +99,7 @@ std::unique_ptr<tok::Model> unigram(const Proto& m, int unk, const std::vector<t
     }
   }
   u.unk_id = unk;
-  u.byte_fallback = m.trainer.byte_fallback;
+  u.byte_fallback = byte_fallback;
   u.fuse_unk = true;
   u.float32_scores = true;
   u.min_score = double(min_score);
@@ -124,7 +124,7 @@ std::unique_ptr<tok::Model> bpe(const Proto& m, int unk, std::vector<tok::SpmPie
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const Proto& m) {
+std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const Proto& m, const SentencePieceOptions& options) {
   const int unk = check(m);
   std::vector<tok::SpmPiece> kinds;
   std::vector<std::string> user;
@@ -143,7 +143,8 @@ std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const Proto& m) {
   no.escape_whitespaces = ns.escape_whitespaces;
   p.normalizer = std::make_unique<tok::SentencePieceNormalizer>(std::move(no));
   const bool is_bpe = m.trainer.model_type == Proto::ModelType::Bpe;
-  p.model = is_bpe ? bpe(m, unk, kinds) : unigram(m, unk, kinds);
+  AL_CHECK(!(options.llamacpp_ugm && is_bpe), m.name, ": llama.cpp's UGM rules apply to Unigram vocabularies only");
+  p.model = is_bpe ? bpe(m, unk, kinds) : unigram(m, unk, kinds, m.trainer.byte_fallback && !options.llamacpp_ugm);
   tok::SentencePieceDecoderOptions dec;
   dec.unk_piece = m.pieces[size_t(unk)].piece;
   dec.unk_surface = m.trainer.unk_surface;
@@ -153,8 +154,18 @@ std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const Proto& m) {
   p.decoder = std::make_unique<tok::SentencePieceDecoder>(std::move(dec));
   // Control pieces are special (decode drops them, piece() shows their name) but never matched in
   // text: sentencepiece encodes "</s>" typed in the text as characters.
-  for (size_t id = 0; id < m.pieces.size(); ++id)
-    if (m.pieces[id].type == Type::Control) p.control.push_back(int(id));
+  for (size_t id = 0; id < m.pieces.size(); ++id) {
+    const Type type = m.pieces[id].type;
+    if (options.llamacpp_ugm && (type == Type::UserDefined || type == Type::Control || type == Type::Unknown)) {
+      tok::AddedToken a;  // llama.cpp's tokenizer_st_partition, special tokens parsed
+      a.id = int(id);
+      a.content = m.pieces[id].piece;
+      a.special = type != Type::UserDefined;
+      p.added.push_back(std::move(a));
+    } else if (type == Type::Control) {
+      p.control.push_back(int(id));
+    }
+  }
   p.ids = {m.trainer.bos_id, m.trainer.eos_id, m.trainer.pad_id, unk};
   p.kind = is_bpe ? "sentencepiece-bpe" : "sentencepiece-unigram";
   std::unique_ptr<Tokenizer> t = tok::make_pipeline_tokenizer(std::move(p));

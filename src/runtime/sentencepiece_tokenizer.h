@@ -23,7 +23,16 @@
 
 namespace attnlens::runtime {
 
-std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const SentencePieceModelProto& m);
+// How a vocabulary is applied when it does not come from a .model file.
+struct SentencePieceOptions {
+  // llama.cpp's UGM (GGUF t5): user-defined, control and unknown pieces typed in the text are split
+  // out first and each stretch between them is normalized on its own (its own dummy prefix), and
+  // unknown characters are <unk> even when byte pieces exist. false: sentencepiece's own rules.
+  bool llamacpp_ugm = false;
+};
+
+std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const SentencePieceModelProto& m,
+                                                              const SentencePieceOptions& options = {});
 
 // read_sentencepiece_model + make_sentencepiece_model_tokenizer.
 std::unique_ptr<Tokenizer> load_sentencepiece_model(const Bytes& file);
