@@ -68,44 +68,57 @@ struct MetaReader {
 // form the models' own tokenizer.json files give them): each one in turn splits every piece into its
 // matches and the stretches between them. ignore_merges: a word that is a token is that token.
 struct PreTokenizer {
-  std::vector<const char*> names;
-  std::vector<const char*> regexes;
-  bool ignore_merges = false;
+  const char* names;         // the tokenizer.ggml.pre values, space-separated
+  const char* regexes[3];    // applied in turn; nullptr after the last
+  bool ignore_merges;
 };
 
-const char* const kGpt2Regex = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
+#define AL_GPT2_REGEX "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
+constexpr PreTokenizer kPreTokenizers[] = {
+    {"gpt-2 phi-2 mpt olmo jina-es jina-de jina-v2-es jina-v2-de gigachat modern-bert", {AL_GPT2_REGEX}, false},
+    {"default", {"[\\p{P}\\$\\+<=>\\^~\\|]+", AL_GPT2_REGEX, "\\p{N}+"}, false},  // + [0-9][0-9][0-9], see find_pre
+    {"llama3 llama-v3 llama-bpe falcon3 pixtral",
+     {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+     true},
+    {"qwen2 stablelm2 hunyuan",
+     {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+     false},
+    {"deepseek-v3",
+     {"\\p{N}{1,3}", "[\u4E00-\u9FA5\u3040-\u309F\u30A0-\u30FF]+",
+      "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
+     false},
+    {"gpt-4o",
+     {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+      "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+      "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+     false},
+    {"smollm starcoder refact command-r codeshell exaone minerva-7b", {"\\p{N}", AL_GPT2_REGEX}, false},
+};
+#undef AL_GPT2_REGEX
 
-const std::vector<PreTokenizer>& pre_tokenizers() {
-  static const std::vector<PreTokenizer> table = {
-      {{"gpt-2", "phi-2", "mpt", "olmo", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de", "gigachat", "modern-bert"}, {kGpt2Regex}, false},
-      {{"default"}, {"[\\p{P}\\$\\+<=>\\^~\\|]+", kGpt2Regex, "\\p{N}+", "[0-9][0-9][0-9]"}, false},
-      {{"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral"},
-       {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-       true},
-      {{"qwen2", "stablelm2", "hunyuan"},
-       {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-       false},
-      {{"deepseek-v3"},
-       {"\\p{N}{1,3}", "[\u4E00-\u9FA5\u3040-\u309F\u30A0-\u30FF]+",
-        "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
-       false},
-      {{"gpt-4o"},
-       {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
-        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
-        "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-       false},
-      {{"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b"}, {"\\p{N}", kGpt2Regex}, false},
-  };
-  return table;
+bool names_contain(const char* names, const std::string& name) {
+  for (const char* p = names; *p;) {
+    const char* e = p;
+    while (*e && *e != ' ') ++e;
+    if (size_t(e - p) == name.size() && name.compare(0, name.size(), p, size_t(e - p)) == 0) return true;
+    p = *e ? e + 1 : e;
+  }
+  return false;
 }
 
-const PreTokenizer& find_pre(const std::string& name, const std::string& source) {
-  for (const PreTokenizer& p : pre_tokenizers())
-    for (const char* n : p.names)
-      if (name == n) return p;
+// The regexes of a pre-tokenizer name; llama.cpp's "default" has a fourth one.
+std::vector<const char*> find_pre(const std::string& name, const std::string& source, bool& ignore_merges) {
+  for (const PreTokenizer& p : kPreTokenizers) {
+    if (!names_contain(p.names, name)) continue;
+    std::vector<const char*> out;
+    for (const char* r : p.regexes)
+      if (r) out.push_back(r);
+    if (name == "default") out.push_back("[0-9][0-9][0-9]");
+    ignore_merges = p.ignore_merges;
+    return out;
+  }
   std::string known;
-  for (const PreTokenizer& p : pre_tokenizers())
-    for (const char* n : p.names) known += (known.empty() ? "" : ", ") + std::string(n);
+  for (const PreTokenizer& p : kPreTokenizers) known += (known.empty() ? "" : " ") + std::string(p.names);
   fail(source, ": tokenizer.ggml.pre \"", brief_name(name), "\" is not a pre-tokenizer the engine knows (", known, ")");
 }
 
@@ -194,13 +207,15 @@ std::unique_ptr<Tokenizer> gguf_tokenizer(const nlohmann::json& meta, const std:
     nlohmann::json merges = nlohmann::json::array();
     if (const nlohmann::json* list = m.array("tokenizer.ggml.merges", limits::kMaxMerges, false)) merges = *list;
     tj["model"] = {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", std::move(merges)}};
-    const PreTokenizer& pre = find_pre(meta.contains("tokenizer.ggml.pre") ? m.string("tokenizer.ggml.pre") : "default", source);
+    bool ignore_merges = false;
+    const std::vector<const char*> regexes =
+        find_pre(meta.contains("tokenizer.ggml.pre") ? m.string("tokenizer.ggml.pre") : "default", source, ignore_merges);
     nlohmann::json steps = nlohmann::json::array();
-    for (const char* r : pre.regexes)
+    for (const char* r : regexes)
       steps.push_back({{"type", "Split"}, {"pattern", {{"Regex", r}}}, {"behavior", "Isolated"}, {"invert", false}});
     steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}, {"trim_offsets", false}});
     tj["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", std::move(steps)}};
-    tj["model"]["ignore_merges"] = pre.ignore_merges;
+    tj["model"]["ignore_merges"] = ignore_merges;
     tj["decoder"] = {{"type", "ByteLevel"}};
     nlohmann::json added = nlohmann::json::array();
     if (types) {

@@ -9,6 +9,7 @@
 #include "tokenizers/models.h"
 #include "tokenizers/pipeline.h"
 #include "tokenizers/sentencepiece_model.h"
+#include "tokenizers/string_table.h"
 
 namespace attnlens::runtime {
 
@@ -55,11 +56,15 @@ int check(const Proto& m) {
   int unk = -1;
   int bytes_found = 0;
   std::vector<bool> byte_seen(256, false);
-  std::vector<std::pair<std::string_view, int>> sorted;
-  sorted.reserve(size_t(n));
+  tok::StringTable seen;  // distinct pieces; index -> the id that defined it
+  std::vector<int> defined_by;
+  defined_by.reserve(size_t(n));
   for (int id = 0; id < n; ++id) {
     const Proto::Piece& p = m.pieces[size_t(id)];
-    sorted.push_back({p.piece, id});
+    const size_t index = size_t(seen.insert(p.piece));
+    if (index < defined_by.size())
+      fail(f, ": piece \"", p.piece, "\" is defined twice (ids ", defined_by[index], " and ", id, ")");
+    defined_by.push_back(id);
     if (p.type == Type::Unknown) {
       if (unk >= 0) fail(f, ": pieces ", unk, " and ", id, " are both UNKNOWN (one unk piece is allowed)");
       unk = id;
@@ -78,10 +83,6 @@ int check(const Proto& m) {
   if (unk < 0) fail(f, ": no piece is UNKNOWN (sentencepiece requires an unk piece)");
   if (t.byte_fallback && bytes_found != 256)
     fail(f, ": trainer_spec.byte_fallback is set but only ", bytes_found, " of the 256 <0xXX> byte pieces exist");
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 1; i < sorted.size(); ++i)
-    if (sorted[i].first == sorted[i - 1].first)
-      fail(f, ": piece \"", sorted[i].first, "\" is defined twice (ids ", sorted[i - 1].second, " and ", sorted[i].second, ")");
   for (const auto& [name, id] : {std::pair<const char*, int>{"bos_id", t.bos_id}, {"eos_id", t.eos_id}, {"pad_id", t.pad_id}})
     if (id < -1 || id >= n) fail(f, ": trainer_spec.", name, " ", id, " is outside the vocabulary (", n, " pieces)");
   return unk;

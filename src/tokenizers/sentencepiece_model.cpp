@@ -24,18 +24,18 @@ size_t one_char_len(std::string_view s, size_t pos) {
 
 // --- SymbolMatcher ---------------------------------------------------------------------------------
 SymbolMatcher::SymbolMatcher(std::vector<std::string> symbols) : symbols_(std::move(symbols)), by_byte_(256) {
-  symbols_.erase(std::remove(symbols_.begin(), symbols_.end(), std::string()), symbols_.end());
-  std::stable_sort(symbols_.begin(), symbols_.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-  for (size_t i = 0; i < symbols_.size(); ++i) by_byte_[uint8_t(symbols_[i][0])].push_back(uint32_t(i));
+  for (size_t i = 0; i < symbols_.size(); ++i)
+    if (!symbols_[i].empty()) by_byte_[uint8_t(symbols_[i][0])].push_back(uint32_t(i));
 }
 
 size_t SymbolMatcher::match(std::string_view text, size_t pos) const {
   if (symbols_.empty() || pos >= text.size()) return 0;
-  for (uint32_t i : by_byte_[uint8_t(text[pos])]) {  // longest first
+  size_t longest = 0;
+  for (uint32_t i : by_byte_[uint8_t(text[pos])]) {
     const std::string& s = symbols_[i];
-    if (text.compare(pos, s.size(), s) == 0) return s.size();
+    if (s.size() > longest && text.compare(pos, s.size(), s) == 0) longest = s.size();
   }
-  return 0;
+  return longest;
 }
 
 // --- SentencePieceNormalizer -----------------------------------------------------------------------

@@ -41,7 +41,7 @@ class SymbolMatcher {
   bool empty() const { return symbols_.empty(); }
 
  private:
-  std::vector<std::string> symbols_;             // longest first
+  std::vector<std::string> symbols_;
   std::vector<std::vector<uint32_t>> by_byte_;   // first byte -> indices into symbols_
 };
 
