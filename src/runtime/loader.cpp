@@ -74,6 +74,7 @@ struct Roles {
   const File* tokenizer_json = nullptr;
   const File* spm = nullptr;         // a SentencePiece model (spiece.model, Marian's source.spm, ...)
   const File* spm_target = nullptr;  // Marian's target.spm
+  const File* vocab_json = nullptr;  // Marian's vocab.json (piece -> id), used with a SentencePiece model
   const File* generation_config = nullptr;
   // The tokenizer's configuration (tokenizer_config.h).
   const File* tokenizer_config = nullptr;
@@ -114,6 +115,7 @@ Roles classify(const std::vector<FilePtr>& files) {
         else if (name == "tokenizer_config.json") assign(r.tokenizer_config, f, "tokenizer_config.json");
         else if (name == "special_tokens_map.json") assign(r.special_tokens_map, f, "special_tokens_map.json");
         else if (name == "chat_template.json") assign(r.chat_template_json, f, "chat_template.json");
+        else if (name == "vocab.json") assign(r.vocab_json, f, "vocab.json");
         else {  // by content: a tokenizer.json has "model"; a config.json "architectures" or "model_type";
                 // a tokenizer_config.json "tokenizer_class", "chat_template" or "added_tokens_decoder"
           nlohmann::json j = parse_json(f);
@@ -137,6 +139,13 @@ Roles classify(const std::vector<FilePtr>& files) {
     }
   }
   return r;
+}
+
+// The SentencePiece model of the files (Marian's when a vocab.json comes with it).
+std::unique_ptr<Tokenizer> spm_tokenizer(const Roles& r) {
+  const SentencePieceModelProto m = read_sentencepiece_model(bytes_of(*r.spm));
+  if (!r.vocab_json) return make_sentencepiece_model_tokenizer(m);
+  return make_marian_tokenizer(m, parse_json(*r.vocab_json), r.vocab_json->name);
 }
 
 void set_prompt_format(const std::string& arch, const Tokenizer* tok, const nlohmann::json& config,
@@ -266,7 +275,7 @@ LoadedTokenizer load_tokenizer_files(const std::vector<FilePtr>& files, int voca
            "several tokenizers were given: give one (tokenizer.json, tokenizer.bin, a SentencePiece .model or a GGUF) and ",
            "its configuration files");
   LoadedTokenizer out;
-  out.tokenizer = load_tokenizer(*main, vocab_size);
+  out.tokenizer = main == r.spm ? in_file(r.spm->name, [&] { return spm_tokenizer(r); }) : load_tokenizer(*main, vocab_size);
   if (r.gguf) out.config = read_gguf_tokenizer_config(read_gguf(bytes_of(*r.gguf)).config, r.gguf->name);
   const nlohmann::json tc = read_config_files(r, out.config);
   out.flags = apply_config(r, out.config, tc, out.tokenizer.get());
@@ -331,7 +340,7 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
   if (r.spm_target)
     fail(r.spm_target->name, ": a separate target vocabulary (Marian's target.spm) needs an encoder-decoder model that ",
          "reads its output with a second tokenizer");
-  if (r.spm) out->tokenizer_ = in_file(r.spm->name, [&] { return load_sentencepiece_model(bytes_of(*r.spm)); });
+  if (r.spm) out->tokenizer_ = in_file(r.spm->name, [&] { return spm_tokenizer(r); });
   if (r.tokenizer_json)
     out->tokenizer_ = in_file(r.tokenizer_json->name, [&] {
       return load_hf_tokenizer(

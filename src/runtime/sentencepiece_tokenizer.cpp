@@ -6,8 +6,11 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/json.h"
+#include "core/limits.h"
 #include "tokenizers/models.h"
 #include "tokenizers/pipeline.h"
+#include "tokenizers/post_processors.h"
 #include "tokenizers/sentencepiece_model.h"
 #include "tokenizers/string_table.h"
 
@@ -123,6 +126,29 @@ std::unique_ptr<tok::Model> bpe(const Proto& m, int unk, std::vector<tok::SpmPie
   return std::make_unique<tok::SentencePieceBpeModel>(std::move(b));
 }
 
+// A model whose ids are another vocabulary's: the inner model's ids mapped through `map`.
+class VocabMappedModel final : public tok::Model {
+ public:
+  VocabMappedModel(std::unique_ptr<tok::Model> inner, std::vector<int> map, std::vector<std::string> pieces, int unk)
+      : inner_(std::move(inner)), map_(std::move(map)), pieces_(std::move(pieces)), index_(pieces_), unk_(unk) {}
+  void encode_word(std::string_view word, std::vector<int>& out) const override {
+    const size_t from = out.size();
+    inner_->encode_word(word, out);
+    for (size_t i = from; i < out.size(); ++i) out[i] = map_[size_t(out[i])];
+  }
+  const std::vector<std::string>& pieces() const override { return pieces_; }
+  int token_to_id(std::string_view piece) const override { return index_.find(piece); }
+  int unk_id() const override { return unk_; }
+  const char* name() const override { return inner_->name(); }
+
+ private:
+  std::unique_ptr<tok::Model> inner_;
+  std::vector<int> map_;
+  std::vector<std::string> pieces_;
+  tok::Vocab index_;
+  int unk_;
+};
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const Proto& m, const SentencePieceOptions& options) {
@@ -184,6 +210,77 @@ std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const Proto& m, co
            expected.substr(0, 200), "\"");
   }
   return t;
+}
+
+std::unique_ptr<Tokenizer> make_marian_tokenizer(const Proto& m, const nlohmann::json& vocab, const std::string& vocab_name) {
+  const int unk = check(m);
+  AL_CHECK(vocab.is_object(), vocab_name, ": must be a JSON object {piece: id}");
+  AL_CHECK(vocab.size() <= size_t(limits::kMaxVocab), vocab_name, ": ", vocab.size(), " entries (at most ", limits::kMaxVocab, ")");
+  int n = 0;
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    AL_CHECK(it.value().is_number_integer() && it.value().get<int64_t>() >= 0 && it.value().get<int64_t>() < limits::kMaxVocab,
+             vocab_name, ": the id of \"", brief_name(it.key()), "\" must be an integer in [0, ", limits::kMaxVocab, "), got ",
+             json_brief(it.value()));
+    n = std::max(n, it.value().get<int>() + 1);
+  }
+  std::vector<std::string> pieces(static_cast<size_t>(n));
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    std::string& slot = pieces[size_t(it.value().get<int>())];
+    AL_CHECK(slot.empty(), vocab_name, ": \"", brief_name(slot), "\" and \"", brief_name(it.key()), "\" have the same id ",
+             it.value().get<int>());
+    AL_CHECK(!it.key().empty(), vocab_name, ": an empty piece");
+    slot = it.key();
+  }
+  const auto id_of = [&](const char* piece) {
+    const auto it = vocab.find(piece);
+    AL_CHECK(it != vocab.end(), vocab_name, ": has no \"", piece, "\" (Marian's end, unknown and padding tokens)");
+    return it.value().get<int>();
+  };
+  const int eos = id_of("</s>"), vunk = id_of("<unk>"), pad = id_of("<pad>");
+  // The SentencePiece model's ids -> vocab.json's (a piece vocab.json lacks is <unk>).
+  std::vector<int> map(m.pieces.size(), vunk);
+  for (size_t id = 0; id < m.pieces.size(); ++id) {
+    const auto it = vocab.find(m.pieces[id].piece);
+    if (it != vocab.end()) map[id] = it.value().get<int>();
+  }
+  std::vector<tok::SpmPiece> kinds;
+  std::vector<std::string> user;
+  for (const Proto::Piece& p : m.pieces) {
+    kinds.push_back(kind_of(p.type));
+    if (p.type == Type::UserDefined) user.push_back(p.piece);
+  }
+  tok::Pipeline p;
+  tok::SentencePieceNormalizerOptions no;
+  no.charsmap = m.normalizer.precompiled_charsmap;
+  no.user_defined = std::move(user);
+  no.add_dummy_prefix = m.normalizer.add_dummy_prefix;
+  no.remove_extra_whitespaces = m.normalizer.remove_extra_whitespaces;
+  no.escape_whitespaces = m.normalizer.escape_whitespaces;
+  p.normalizer = std::make_unique<tok::SentencePieceNormalizer>(std::move(no));
+  const bool is_bpe = m.trainer.model_type == Proto::ModelType::Bpe;
+  std::unique_ptr<tok::Model> inner = is_bpe ? bpe(m, unk, kinds) : unigram(m, unk, kinds, m.trainer.byte_fallback);
+  // Language codes (">>fra<<") are split out of the text as tokens of their own.
+  for (int id = 0; id < n; ++id) {
+    const std::string& piece = pieces[size_t(id)];
+    if (piece.size() > 4 && piece.compare(0, 2, ">>") == 0 && piece.compare(piece.size() - 2, 2, "<<") == 0) {
+      tok::AddedToken a;
+      a.id = id;
+      a.content = piece;
+      p.added.push_back(std::move(a));
+    }
+  }
+  p.model = std::make_unique<VocabMappedModel>(std::move(inner), std::move(map), std::move(pieces), vunk);
+  p.post_processor = std::make_unique<tok::WrapProcessor>(std::vector<int>{}, std::vector<int>{eos});
+  tok::SentencePieceDecoderOptions dec;
+  dec.unk_piece = "<unk>";
+  dec.unk_surface = m.trainer.unk_surface;
+  dec.byte_pieces = m.trainer.byte_fallback;
+  dec.strip_first_space = m.normalizer.add_dummy_prefix || m.normalizer.remove_extra_whitespaces;
+  dec.strip_leading_spaces = m.normalizer.remove_extra_whitespaces;
+  p.decoder = std::make_unique<tok::SentencePieceDecoder>(std::move(dec));
+  p.ids = {-1, eos, pad, vunk};
+  p.kind = is_bpe ? "marian-bpe" : "marian-unigram";
+  return tok::make_pipeline_tokenizer(std::move(p));
 }
 
 std::unique_ptr<Tokenizer> load_sentencepiece_model(const Bytes& file) {

@@ -17,6 +17,9 @@
 // defined twice, special ids outside the vocabulary. self_test_data samples are checked at load.
 #pragma once
 #include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "formats/sentencepiece_model.h"
 #include "tokenizers/tokenizer.h"
@@ -33,6 +36,15 @@ struct SentencePieceOptions {
 
 std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const SentencePieceModelProto& m,
                                                               const SentencePieceOptions& options = {});
+
+// Marian (transformers' MarianTokenizer): the text is segmented by the SentencePiece model
+// (source.spm), each piece's id is looked up in vocab.json ({piece: id}, the model's own ids; a piece
+// missing there is "<unk>"), and "</s>" closes the sequence when special tokens are added. Language
+// codes of the vocabulary (">>fra<<") typed in the text are tokens of their own. Decoding maps the ids
+// back to pieces and decodes them as sentencepiece does. vocab.json must hold "</s>", "<unk>" and
+// "<pad>"; its ids must be distinct and below limits::kMaxVocab.
+std::unique_ptr<Tokenizer> make_marian_tokenizer(const SentencePieceModelProto& m, const nlohmann::json& vocab,
+                                                 const std::string& vocab_name);
 
 // read_sentencepiece_model + make_sentencepiece_model_tokenizer.
 std::unique_ptr<Tokenizer> load_sentencepiece_model(const Bytes& file);

@@ -13,6 +13,7 @@
 #include "runtime/loader.h"
 #include "runtime/sentencepiece_tokenizer.h"
 #include "test_util.h"
+#include "tokenizers/tokenizer.h"
 #include "tokenizers/unicode.h"
 
 using namespace attnlens;
@@ -192,4 +193,37 @@ TEST_CASE("sentencepiece .model: the runtime loader classifies it by content", "
   broken[4] = 0xFF;  // inside the first piece's text
   CHECK_THAT(error_of([&] { runtime::load_tokenizer(runtime::File{"broken.model", broken}); }),
              Contains("broken.model: byte 2: pieces[0]: piece (5 bytes) is not valid UTF-8"));
+}
+
+TEST_CASE("Marian: source.spm + vocab.json give MarianTokenizer's ids (sentencepiece pieces looked up in vocab.json)", "[runtime][spm][marian]") {
+  const std::string vocab = testutil::read_text(testutil::fixture_path("spm/marian_vocab.json"));
+  const auto file = [](const std::string& name, const std::string& bytes) {
+    return std::make_shared<runtime::File>(runtime::File{name, std::vector<uint8_t>(bytes.begin(), bytes.end())});
+  };
+  const auto spm = model_bytes("unigram_nfkc");
+  const std::string spm_text(spm.begin(), spm.end());
+  const runtime::LoadedTokenizer lt = runtime::load_tokenizer_files({file("source.spm", spm_text), file("vocab.json", vocab)});
+  const Tokenizer& t = *lt.tokenizer;
+  CHECK(t.kind() == "marian-unigram");
+  CHECK(t.eos_id() == 0);
+  CHECK(t.unk_id() == 1);
+  const json ref = json::parse(testutil::read_text(testutil::fixture_path("spm/marian_cases.json")));
+  REQUIRE(ref.at("dropped").get<int>() > 0);  // some pieces are missing from vocab.json: <unk>
+  size_t n = 0;
+  for (const json& c : ref.at("cases")) {
+    const std::string text = c.at("text").get<std::string>();
+    INFO("text " << json(text).dump());
+    const Ids ids = c.at("ids").get<Ids>();
+    CHECK(t.encode(text, true) == ids);
+    CHECK(t.decode(ids) == c.at("decoded").get<std::string>());
+    ++n;
+  }
+  CHECK(n >= 150);
+  // vocab.json must name Marian's special tokens, with distinct integer ids.
+  CHECK_THAT(error_of([&] { runtime::load_tokenizer_files({file("source.spm", spm_text), file("vocab.json", R"({"</s>": 0, "<unk>": 1})")}); }),
+             Contains("vocab.json: has no \"<pad>\""));
+  CHECK_THAT(error_of([&] { runtime::load_tokenizer_files({file("source.spm", spm_text), file("vocab.json", R"({"</s>": 0, "<unk>": 0})")}); }),
+             Contains("have the same id 0"));
+  CHECK_THAT(error_of([&] { runtime::load_tokenizer_files({file("source.spm", spm_text), file("vocab.json", R"({"</s>": "a"})")}); }),
+             Contains("vocab.json: the id of \"</s>\" must be an integer"));
 }

@@ -5,7 +5,7 @@
 //                                        tokenizer.json, model.safetensors or the index + shards,
 //                                        tokenizer_config.json, chat_template.jinja; without a
 //                                        tokenizer.json, a SentencePiece model: spiece.model,
-//                                        source.spm + target.spm, sentencepiece.bpe.model,
+//                                        Marian's source.spm + vocab.json, sentencepiece.bpe.model,
 //                                        tokenizer.model)
 //   several URLs                         ["…/stories15M.bin", "…/tokenizer.bin"]
 //   File / Blob objects (dropped files), ArrayBuffers or typed arrays (named "file0", "file1", …
@@ -210,10 +210,11 @@ async function folderUrls(folder, { signal, cache }) {
   }
   if (has['tokenizer.json']) {
     urls.push(at('tokenizer.json'));
-  } else {  // a SentencePiece model: T5/ALBERT spiece.model, Marian's pair, XLM-R, Llama 1/2
-    const spm = ['spiece.model', 'source.spm', 'target.spm', 'sentencepiece.bpe.model', 'tokenizer.model'];
+  } else {  // a SentencePiece model: T5/ALBERT spiece.model, Marian's source.spm (+ vocab.json), XLM-R, Llama 1/2
+    const spm = ['spiece.model', 'source.spm', 'sentencepiece.bpe.model', 'tokenizer.model'];
     const found = await Promise.all(spm.map((n) => exists(at(n), signal, store)));
     for (const [i, n] of spm.entries()) if (found[i]) urls.push(at(n));
+    if (found[1] && (await exists(at('vocab.json'), signal, store))) urls.push(at('vocab.json'));
   }
   if (has['generation_config.json']) urls.push(at('generation_config.json'));
   if (has['tokenizer_config.json']) {
@@ -243,6 +244,10 @@ async function nodePathEntries(path) {
     // A folder with tokenizer.json may also keep the SentencePiece model it was converted from
     // (T5's spiece.model): the tokenizer.json is the one loaded, as from a folder URL.
     if (names.includes('tokenizer.json')) names = names.filter((f) => !/\.(model|spm)$/i.test(f));
+    // Marian: source.spm segments the text and the output is read through vocab.json with source.spm's
+    // decoding rules; a second (target) tokenizer is not supported yet, so a folder's target.spm is
+    // not read (given explicitly, it is an error).
+    names = names.filter((f) => f !== 'target.spm');
     paths = names.sort().map((f) => pathMod.join(path, f));
     if (!paths.length) throw new Error(`${path}: the folder holds no model files (.bin, .gguf, .safetensors, .json, .model)`);
   }
