@@ -2,6 +2,7 @@
 #include "runtime/gguf_tokenizer.h"
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -9,6 +10,11 @@
 #include "core/limits.h"
 #include "formats/sentencepiece_model.h"
 #include "runtime/sentencepiece_tokenizer.h"
+#include "tokenizers/decoders.h"
+#include "tokenizers/models.h"
+#include "tokenizers/normalizers.h"
+#include "tokenizers/pipeline.h"
+#include "tokenizers/pre_tokenizers.h"
 
 namespace attnlens::runtime {
 
@@ -170,6 +176,56 @@ SentencePieceModelProto t5_proto(const MetaReader& m, const nlohmann::json& toke
   return p;
 }
 
+// tokenizer.ggml.model = bert: WordPiece over convert_hf_to_gguf's "phantom space" vocabulary (a
+// word-initial piece "▁abc" was "abc", a continuation "abc" was "##abc", control tokens unchanged),
+// after BERT's normalizer (tokenizer.ggml.normalizer.lowercase, default true;
+// tokenizer.ggml.normalizer.strip_accents, default = lowercase) and pre-tokenizer, as llama.cpp's WPM.
+std::unique_ptr<Tokenizer> bert_tokenizer(const MetaReader& m, const nlohmann::json& tokens, const nlohmann::json* types) {
+  AL_CHECK(types && types->size() == tokens.size(), m.source, ": a bert tokenizer needs tokenizer.ggml.token_type for each token");
+  constexpr std::string_view kPhantom = "\xE2\x96\x81";
+  tok::WordPieceConfig w;
+  w.pieces.reserve(tokens.size());
+  tok::Pipeline p;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    AL_CHECK(tokens[i].is_string() && tokens[i].get_ref<const std::string&>().size() <= size_t(limits::kMaxTokenBytes), m.source,
+             ": tokenizer.ggml.tokens[", i, "] must be a string of at most 65536 bytes, got ", json_brief(tokens[i]));
+    const nlohmann::json& t = (*types)[i];
+    AL_CHECK(t.is_number_integer() && t.get<int64_t>() >= 1 && t.get<int64_t>() <= 6, m.source, ": tokenizer.ggml.token_type[", i,
+             "] must be a token type (1..6), got ", json_brief(t));
+    const std::string& piece = tokens[i].get_ref<const std::string&>();
+    const int type = t.get<int>();
+    if (type == 3 || type == 2) {  // control (and the unknown token): unchanged, recognised in the text
+      w.pieces.push_back(piece);
+      tok::AddedToken a;
+      a.id = int(i);
+      a.content = piece;
+      a.special = true;
+      p.added.push_back(std::move(a));
+    } else if (std::string_view(piece).substr(0, kPhantom.size()) == kPhantom) {
+      w.pieces.push_back(piece.substr(kPhantom.size()));
+    } else {
+      w.pieces.push_back("##" + piece);
+    }
+  }
+  const int unk = m.id("tokenizer.ggml.unknown_token_id", -1);
+  AL_CHECK(unk >= 0 && size_t(unk) < tokens.size(), m.source, ": a bert tokenizer needs tokenizer.ggml.unknown_token_id");
+  w.unk_token = w.pieces[size_t(unk)];
+  w.continuing_subword_prefix = "##";
+  w.max_input_chars_per_word = limits::kMaxTokenBytes;  // llama.cpp's WPM has no word length limit
+  tok::BertNormalizerOptions bn;
+  bn.lowercase = m.boolean("tokenizer.ggml.normalizer.lowercase", true);
+  bn.strip_accents = m.boolean("tokenizer.ggml.normalizer.strip_accents", bn.lowercase);
+  p.normalizer = std::make_unique<tok::BertNormalizer>(bn);
+  p.pre_tokenizer = std::make_unique<tok::BertPreTokenizer>();
+  p.model = std::make_unique<tok::WordPieceModel>(std::move(w));
+  p.decoder = std::make_unique<tok::WordPieceDecoder>("##", true);
+  p.ids = {m.id("tokenizer.ggml.cls_token_id", m.id("tokenizer.ggml.bos_token_id", -1)),
+           m.id("tokenizer.ggml.seperator_token_id", m.id("tokenizer.ggml.eos_token_id", -1)),
+           m.id("tokenizer.ggml.padding_token_id", -1), unk};
+  p.kind = "wordpiece";
+  return tok::make_pipeline_tokenizer(std::move(p));
+}
+
 }  // namespace
 
 // GGUF keeps the tokenizer in its metadata: SentencePiece BPE ("llama"), byte-level BPE ("gpt2",
@@ -234,12 +290,13 @@ std::unique_ptr<Tokenizer> gguf_tokenizer(const nlohmann::json& meta, const std:
     }
     return load_hf_tokenizer(text, source + " (its tokenizer as a tokenizer.json)");
   }
+  if (kind == "bert") return bert_tokenizer(m, tokens, types);
   if (kind == "t5") {
     SentencePieceOptions o;
     o.llamacpp_ugm = true;
     return make_sentencepiece_model_tokenizer(t5_proto(m, tokens, types), o);
   }
-  fail(source, ": unsupported GGUF tokenizer model \"", brief_name(kind), "\" (supported: llama, gpt2, t5)");
+  fail(source, ": unsupported GGUF tokenizer model \"", brief_name(kind), "\" (supported: llama, gpt2, bert, t5)");
 }
 
 

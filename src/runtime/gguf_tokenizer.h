@@ -6,6 +6,7 @@
 //                                 tokenizer.ggml.pre names (gpt-2, llama-bpe / llama3, qwen2,
 //                                 deepseek-v3, gpt-4o, smollm / starcoder, default), each splitting
 //                                 the text into matches and the stretches between them
+//                        = bert   WordPiece (llama.cpp's WPM) over the "phantom space" vocabulary
 //                        = t5     SentencePiece Unigram (llama.cpp's UGM): tokens / scores / types,
 //                                 precompiled_charsmap, add_space_prefix, remove_extra_whitespaces,
 //                                 through the same pipeline as a .model file (sentencepiece_tokenizer.h)

@@ -1,6 +1,7 @@
 // GGUF tokenizers against llama.cpp: vocabulary-only GGUFs (tests/fixtures/gguf_vocab/
 // make_gguf_vocab_fixtures.py) of each tokenizer model llama.cpp defines, with the ids llama.cpp gives
-// (llamacpp_ids.mjs, node-llama-cpp): llama (SentencePiece BPE), t5 (Unigram with a charsmap), gpt2
+// (llamacpp_ids.mjs, node-llama-cpp): llama (SentencePiece BPE), t5 (Unigram with a charsmap), bert
+// (WordPiece), gpt2
 // with tokenizer.ggml.pre = gpt-2, llama-bpe, qwen2, deepseek-v3, gpt-4o, smollm (one vocabulary;
 // the key is changed in memory). Our tokenizers recognise special tokens typed in the text, so they
 // are compared with llama.cpp's ids with special tokens parsed.
@@ -54,6 +55,7 @@ void check(const std::string& name, const std::string& file, const char* pre = n
 
 TEST_CASE("GGUF llama (SentencePiece BPE) tokenizer = llama.cpp", "[runtime][gguf-vocab][llama]") { check("llama-spm", "llama-spm.gguf"); }
 TEST_CASE("GGUF t5 (Unigram, charsmap) tokenizer = llama.cpp", "[runtime][gguf-vocab][t5]") { check("t5-ugm", "t5-ugm.gguf"); }
+TEST_CASE("GGUF bert (WordPiece, phantom-space vocabulary) tokenizer = llama.cpp", "[runtime][gguf-vocab][bert]") { check("bert", "bert.gguf"); }
 TEST_CASE("GGUF gpt2 tokenizer, pre gpt-2 = llama.cpp", "[runtime][gguf-vocab][gpt2]") { check("gpt2", "gpt2.gguf"); }
 TEST_CASE("GGUF gpt2 tokenizer, pre llama-bpe = llama.cpp", "[runtime][gguf-vocab][gpt2]") { check("gpt2-llama-bpe", "gpt2.gguf", "llama-bpe"); }
 TEST_CASE("GGUF gpt2 tokenizer, pre qwen2 = llama.cpp", "[runtime][gguf-vocab][gpt2]") { check("gpt2-qwen2", "gpt2.gguf", "qwen2"); }
@@ -75,6 +77,6 @@ TEST_CASE("GGUF tokenizer: unknown model and pre names are errors naming the key
     runtime::gguf_tokenizer(meta, "x.gguf");
     FAIL("no error");
   } catch (const Error& e) {
-    CHECK_THAT(std::string(e.what()), Contains("unsupported GGUF tokenizer model \"rwkv\" (supported: llama, gpt2, t5)"));
+    CHECK_THAT(std::string(e.what()), Contains("unsupported GGUF tokenizer model \"rwkv\" (supported: llama, gpt2, bert, t5)"));
   }
 }
