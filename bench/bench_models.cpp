@@ -26,7 +26,14 @@
 // --quantize TYPE (q8_0, q4_0, q4_k; --q8 = --quantize q8_0) quantizes its f32 matrices at load.
 // usage: bench_models CHECKPOINT.bin [--q8] [--quantize TYPE] [--steps 200] [--prompt "1 9038 2501 263 931"] [--reps 3]
 //          [--warmup-s 10] [--prefill 64,256] [--prefill-reps 5] [--tokenizer tokenizer.bin] [--quick]
-//          [--no-decode] [--label NAME]
+//          [--no-decode] [--label NAME] [--threads N] [--limits] [--at 200,2048]
+// --threads N: the engine's work split over N threads (core/parallel.h; default 1).
+// --at P,…: decode speed at position P (long context): the cache is filled by a prefill of P tokens
+//   (untimed), then 32 single-token steps from P are timed, 1 warm-up + 5 reps (the cache cut back to P
+//   each time), median ("decode_at" lines). Needs a model whose context holds P + 32 positions.
+// --limits: first measure what the machine gives N threads in this build ("limits" line): memory
+//   read GB/s (kernels::dot over 128 MiB, split over the threads) and the SIMD peak in GFLOP/s
+//   (independent multiply-adds on registers: SIMD128 has no FMA, so a mul and an add per lane).
 // One JSON line per measurement on stdout ("load", "decode", "prefill", "generate"); progress on stderr.
 #include <algorithm>
 #include <chrono>
@@ -44,7 +51,10 @@
 #include <ctime>
 #endif
 
+#include <xsimd/xsimd.hpp>
+
 #include "core/error.h"
+#include "core/parallel.h"
 #include "generate/generator.h"
 #include "kernels/kernels.h"
 #include "runtime/loader.h"
@@ -84,6 +94,8 @@ double median(std::vector<double> v) {
   return v[(v.size() - 1) / 2];  // the lower middle, as bench_ort.mjs takes it
 }
 
+constexpr int kAtSteps = 32;  // --at: steps timed from each position
+
 struct Options {
   std::string checkpoint;
   std::string tokenizer;
@@ -96,6 +108,9 @@ struct Options {
   double warmup_s = 10;
   std::vector<int> prefill{64, 256};
   int prefill_reps = 5;
+  int threads = 1;
+  bool limits = false;
+  std::vector<int> at;
 };
 
 [[noreturn]] void usage(const char* msg) {
@@ -103,7 +118,7 @@ struct Options {
   std::fprintf(stderr,
                "usage: bench_models CHECKPOINT.bin [--q8] [--quantize TYPE] [--steps 200] [--prompt \"1 9038 2501 263 931\"] [--reps 3]\n"
                "         [--warmup-s 10] [--prefill 64,256] [--prefill-reps 5] [--tokenizer tokenizer.bin] [--quick]\n"
-               "         [--no-decode] [--label NAME]\n");
+               "         [--no-decode] [--label NAME] [--threads N] [--limits] [--at 200,2048]\n");
   std::exit(2);
 }
 
@@ -139,12 +154,15 @@ Options parse(int argc, char** argv) {
     else if (a == "--prefill-reps") o.prefill_reps = std::atoi(value().c_str());
     else if (a == "--tokenizer") o.tokenizer = value();
     else if (a == "--label") o.label = value();
+    else if (a == "--threads") o.threads = std::atoi(value().c_str());
+    else if (a == "--limits") o.limits = true;
+    else if (a == "--at") o.at = parse_ints(value());
     else if (!a.empty() && a[0] == '-') usage(("unknown option " + a).c_str());
     else if (o.checkpoint.empty()) o.checkpoint = a;
     else usage("more than one checkpoint");
   }
   if (o.checkpoint.empty()) usage("no checkpoint");
-  if (o.steps < 2 || o.prompt.empty() || o.reps < 1 || o.prefill_reps < 1) usage("bad numbers");
+  if (o.steps < 2 || o.prompt.empty() || o.reps < 1 || o.prefill_reps < 1 || o.threads < 1) usage("bad numbers");
   return o;
 }
 
@@ -156,7 +174,7 @@ runtime::FilePtr read_file(const std::string& path) {
   }
   auto file = std::make_shared<runtime::File>();
   file->name = path;
-  file->bytes.resize(size_t(f.tellg()));
+  file->bytes.allocate(size_t(f.tellg()));
   f.seekg(0);
   f.read(reinterpret_cast<char*>(file->bytes.data()), std::streamsize(file->bytes.size()));
   return file;
@@ -254,10 +272,70 @@ Pass decode_pass(const models::Model& model, models::Session& s, const std::vect
   return r;
 }
 
+// ---- what the machine gives the engine: memory read bandwidth and SIMD peak ------------------------
+// (Measurement code: the one place outside src/kernels that touches xsimd, to time registers alone.)
+
+// GB/s reading a 128 MiB array with kernels::dot, 24 tasks over the current threads; best of 5.
+double read_gbs() {
+  const size_t n = size_t(32) << 20;
+  std::vector<float> a(n, 1.f);
+  const int tasks = 24;
+  const size_t chunk = n / tasks;
+  std::vector<float> sink(tasks);
+  double best = 1e30;
+  for (int rep = 0; rep < 6; ++rep) {
+    const double t0 = now_ms();
+    parallel::for_each(tasks, [&](int t) noexcept { sink[t] += kernels::dot(a.data() + t * chunk, a.data() + t * chunk, int(chunk)); });
+    const double ms = now_ms() - t0;
+    if (rep > 0) best = std::min(best, ms);  // rep 0 touches the pages
+  }
+  volatile float keep = sink[0];
+  (void)keep;
+  return double(n) * 4 / (best / 1000) / 1e9;
+}
+
+// GFLOP/s of 8 independent chains of v = v·a + b per task (2 flops per lane), 8 tasks per thread.
+double peak_gflops(int threads) {
+  using V = xsimd::batch<float>;
+  const int tasks = 8 * threads, iters = 1 << 21;
+  std::vector<float> sink(tasks);
+  auto body = [&](int t) noexcept {
+    V v[8];
+    for (int j = 0; j < 8; ++j) v[j] = V(1.f + 1e-3f * float(j + t));
+    const V a(0.999999f), b(1e-7f);
+    for (int i = 0; i < iters; ++i)
+      for (int j = 0; j < 8; ++j) v[j] = v[j] * a + b;
+    float s = 0;
+    for (int j = 0; j < 8; ++j) s += xsimd::hadd(v[j]);
+    sink[t] = s;
+  };
+  parallel::for_each(threads, body);  // warm-up (and V8's optimising tier)
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const double t0 = now_ms();
+    parallel::for_each(tasks, body);
+    best = std::min(best, now_ms() - t0);
+  }
+  volatile float keep = sink[0];
+  (void)keep;
+  return double(tasks) * iters * 8 * V::size * 2 / (best / 1000) / 1e9;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
+  const int threads = parallel::reserve(o.threads);
+  if (threads < o.threads) {
+    std::fprintf(stderr, "bench_models: only %d threads available\n", threads);
+    return 1;
+  }
+  parallel::Threads use(o.threads);
+  if (o.limits) {
+    std::printf("{\"type\":\"limits\",\"platform\":\"%s\",\"simd\":\"%s\",\"threads\":%d,\"read_gbs\":%.2f,\"peak_gflops\":%.2f}\n",
+                kPlatform, kernels::simd_arch_name(), o.threads, read_gbs(), peak_gflops(o.threads));
+    std::fflush(stdout);
+  }
   try {
     runtime::LoadOptions lo;
     lo.format = models::parse_weight_format(o.quantize);
@@ -277,7 +355,7 @@ int main(int argc, char** argv) {
     }
     const std::string common = "\"platform\":\"" + std::string(kPlatform) + "\",\"simd\":\"" +
                                kernels::simd_arch_name() + "\",\"model\":" + json_str(label) + ",\"weights\":\"" +
-                               info.weight_dtype + "\"";
+                               info.weight_dtype + "\",\"threads\":" + std::to_string(o.threads);
     std::printf(
         "{\"type\":\"load\",%s,\"load_ms\":%.1f,\"params\":%lld,\"weight_bytes\":%zu,\"matmul_params_per_token\":%.0f,"
         "\"d_model\":%d,\"layers\":%d,\"heads\":%d,\"kv_heads\":%d,\"d_ff\":%d,\"vocab\":%d,\"context\":%d}\n",
@@ -287,7 +365,8 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
 
     const int max_prefill = o.prefill.empty() ? 0 : *std::max_element(o.prefill.begin(), o.prefill.end());
-    const int capacity = std::max(o.steps, max_prefill);
+    const int max_at = o.at.empty() ? 0 : *std::max_element(o.at.begin(), o.at.end()) + kAtSteps;
+    const int capacity = std::max({o.steps, max_prefill, max_at});
     if (capacity > info.context_length) {
       std::fprintf(stderr, "bench_models: %d positions do not fit in the context length %d\n", capacity,
                    info.context_length);
@@ -295,6 +374,29 @@ int main(int argc, char** argv) {
     }
     auto session = model.new_session(capacity);
     models::Session& s = *session;
+
+    // --- decode at long positions
+    for (int p : o.at) {
+      std::vector<int> ids(size_t(p) + kAtSteps);
+      for (size_t i = 0; i < ids.size(); ++i) ids[i] = i == 0 ? o.prompt[0] : int(3 + (i * 7919) % (info.vocab_size - 3));
+      s.reset();
+      model.decode(s, ids.data(), p);  // the cache now holds p positions
+      std::vector<double> runs;
+      for (int r = 0; r <= 5; ++r) {
+        s.cache.truncate(p);
+        const double t0 = now_ms();
+        for (int i = 0; i < kAtSteps; ++i) model.decode(s, &ids[size_t(p) + i], 1);
+        const double ms = now_ms() - t0;
+        if (r > 0) runs.push_back(kAtSteps / (ms / 1000));
+      }
+      const double tps = median(runs);
+      std::printf("{\"type\":\"decode_at\",%s,\"position\":%d,\"steps\":%d,\"tok_s\":%s,\"tok_s_median\":%.2f,\"gbs\":%.2f,\"kv_gbs\":%.3f}\n",
+                  common.c_str(), p, kAtSteps, json_nums(runs, 2).c_str(), tps, c.weight_bytes * tps / 1e9,
+                  c.decode_kv_bytes(p, p + kAtSteps) * tps / 1e9);
+      std::fprintf(stderr, "  %s %s %s decode at %d: %.2f tok/s\n", label.c_str(), kPlatform, info.weight_dtype.c_str(), p, tps);
+      std::fflush(stdout);
+    }
+    if (!o.decode && o.prefill.empty()) return 0;
 
     // --- decode
     Pass cold = decode_pass(model, s, o.prompt, o.steps);

@@ -1,12 +1,18 @@
 #!/usr/bin/env node
-// Model benchmark: AttnLens (wasm in Node, and native) beside onnxruntime-web 1.30 (wasm SIMD, the
-// engine under transformers.js) on the same random-weight llama2.c checkpoints, shaped like
-// stories15M / 42M / 110M, f32 and q8_0. See bench/README.md for the method and what each figure means.
+// Model benchmark: AttnLens (wasm in Node — the single-thread and the pthreads build — and native)
+// beside its peers on the same random-weight checkpoints, shaped like stories15M / 42M / 110M:
+// onnxruntime-web 1.30 (wasm SIMD, the engine under transformers.js; f32), llama.cpp's wasm build
+// (wllama, in Chromium) and llama.cpp native, with 1 and 2 threads, f32, q8_0 and the 4-bit GGUF
+// types. See bench/README.md for the method and what each figure means.
 //
-//   node bench/models.mjs [--shapes 15M,42M,110M] [--formats f32,q8_0] [--platforms wasm,native]
-//                         [--quick] [--rounds N] [--no-anchor] [--no-anchor-256] [--no-api] [--no-build]
-//                         [--json FILE] [--verbose]
+//   node bench/models.mjs [--shapes 15M,42M,110M] [--formats f32,q8_0,q4_0,q4_k_m] [--platforms wasm,wasm-mt,native]
+//                         [--threads 1,2] [--quick] [--rounds N] [--no-anchor] [--no-anchor-256] [--no-peers]
+//                         [--no-api] [--no-build] [--json FILE] [--verbose]
 //
+//   --platforms     wasm = the single-thread build (1 thread), wasm-mt = the pthreads build (each --threads),
+//                   native = g++ -O3 -march=native (each --threads)
+//   --threads 1,2   thread counts for wasm-mt, native and the peers
+//   --no-peers      skip llama.cpp native and wllama (bench/peers.mjs: $ATTNLENS_PEERS or ../shared/peers)
 //   --quick         fewer repetitions (bench_models --quick: 2 s warm-up, 1 timed pass, 3 prefill reps),
 //                   no onnxruntime-web prefill-256, a 2 s warm-up for the JS API run; for iterating.
 //   --rounds N      run everything N times (ours and onnxruntime-web back to back per shape each round)
@@ -20,8 +26,9 @@
 //   --report FILE   print the table again from such a FILE (no run; pass the --shapes/--formats/--platforms
 //                   it was run with if they were limited).
 //
-// Checkpoints are made once in $ATTNLENS_BENCH_CACHE (default ~/.cache/attnlens-bench), never in the repo.
-// Build dirs: $ATTNLENS_BUILD_NATIVE / $ATTNLENS_BUILD_WASM (tools/build.mjs), default build-native / build-wasm.
+// Checkpoints: the peers' own (their GGUF files are converted from them) when the peers are there, else
+// made once in $ATTNLENS_BENCH_CACHE (default ~/.cache/attnlens-bench), never in the repo.
+// Build dirs: $ATTNLENS_BUILD_NATIVE / _WASM / _WASM_MT (tools/build.mjs), default build-native / build-wasm / build-wasm-mt.
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -29,6 +36,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { performance } from 'node:perf_hooks';
+import { findPeers, peerModelName, runPeer } from './peers.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
@@ -42,13 +50,19 @@ export const SHAPES = {
   '110M': [768, 2048, 12, 12, 12, 32000, 1024],
 };
 
-// The issue's targets (single thread, wasm rows).
-const TARGETS = { f32Decode: 0.9, f32Prefill: 0.9, q8Decode: 2.0, wasmVsNative: 1.3 };
+// The targets. Single thread, wasm rows: against onnxruntime-web and our native build. Threads (issue
+// 14): the pthreads build's 2-thread / 1-thread ratios, and ahead of onnxruntime-web and wllama with 2
+// threads each. 4-bit decode (1 thread): against our q8_0, wllama and llama.cpp native on the same file.
+const TARGETS = { f32Decode: 0.9, f32Prefill: 0.9, q8Decode: 2.0, wasmVsNative: 1.3,
+                  threads: { f32Decode: 1.6, quantDecode: 1.8, prefill: 1.8 },
+                  q4: { vsQ8: 1.4, vsWllama: 5.0, vsLlamacpp: 1.0 } };
+const QUANT = ['q4_0', 'q4_k_m'];  // read from the peers' GGUF files
 const SIZE_LIMIT = 1_000_000;  // wasm module + JS glue, bytes
 
 function parseArgs(argv) {
-  const a = { shapes: Object.keys(SHAPES), formats: ['f32', 'q8_0'], platforms: ['wasm', 'native'], quick: false,
-              rounds: 1, anchor: true, anchor256: true, api: true, build: true, json: null, verbose: false };
+  const a = { shapes: Object.keys(SHAPES), formats: ['f32', 'q8_0', ...QUANT], platforms: ['wasm', 'wasm-mt', 'native'],
+              threads: [1, 2], quick: false, rounds: 1, anchor: true, anchor256: true, peers: true, api: true, build: true,
+              json: null, verbose: false };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const val = () => {
@@ -62,19 +76,22 @@ function parseArgs(argv) {
     else if (k === '--rounds') a.rounds = Math.max(1, Number(val()));
     else if (k === '--no-anchor') a.anchor = false;
     else if (k === '--no-anchor-256') a.anchor256 = false;
+    else if (k === '--no-peers') a.peers = false;
+    else if (k === '--threads') a.threads = val().split(',').map(Number);
     else if (k === '--no-api') a.api = false;
     else if (k === '--no-build') a.build = false;
     else if (k === '--json') a.json = val();
     else if (k === '--report') a.report = val();
     else if (k === '--verbose' || k === '-v') a.verbose = true;
     else if (k === '--help' || k === '-h') {
-      console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 25).join('\n'));
+      console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 35).join('\n'));
       process.exit(0);
     } else throw new Error(`unknown option ${k} (see --help)`);
   }
   for (const s of a.shapes) if (!SHAPES[s]) throw new Error(`unknown shape ${s} (15M, 42M, 110M)`);
-  for (const f of a.formats) if (!['f32', 'q8_0'].includes(f)) throw new Error(`unknown format ${f} (f32, q8_0)`);
-  for (const p of a.platforms) if (!['wasm', 'native'].includes(p)) throw new Error(`unknown platform ${p} (wasm, native)`);
+  for (const f of a.formats) if (!['f32', 'q8_0', ...QUANT].includes(f)) throw new Error(`unknown format ${f} (f32, q8_0, ${QUANT.join(', ')})`);
+  for (const p of a.platforms) if (!['wasm', 'wasm-mt', 'native'].includes(p)) throw new Error(`unknown platform ${p} (wasm, wasm-mt, native)`);
+  for (const t of a.threads) if (!(Number.isInteger(t) && t >= 1 && t <= 16)) throw new Error(`bad thread count ${t}`);
   if (a.quick) a.anchor256 = false;
   return a;
 }
@@ -106,7 +123,9 @@ function writeRandomCheckpoint(path, [dim, hidden, layers, heads, kv, vocab, seq
   closeSync(fd);
 }
 
-export function checkpoint(shape) {
+export function checkpoint(shape, peers) {
+  // The peers' checkpoint: their GGUF files were converted from it, so every engine reads the same weights.
+  if (peers?.models && existsSync(join(peers.models, `rand${shape}.bin`))) return join(peers.models, `rand${shape}.bin`);
   mkdirSync(cacheDir, { recursive: true });
   const path = join(cacheDir, `rand${shape}.bin`);
   if (existsSync(path)) return path;
@@ -122,7 +141,8 @@ export function checkpoint(shape) {
 // ---- builds ---------------------------------------------------------------------------------------
 async function binaries(args) {
   const { buildDirs, buildNative, buildWasm } = await import(pathToFileURL(join(root, 'tools', 'build.mjs')).href);
-  const bin = { native: join(buildDirs.native, 'bench_models'), wasm: join(buildDirs.wasm, 'bench_models.js') };
+  const bin = { native: join(buildDirs.native, 'bench_models'), wasm: join(buildDirs.wasm, 'bench_models.js'),
+                'wasm-mt': join(buildDirs.wasmMt, 'bench_models.js') };
   const guarded = (f) => {
     try {
       f();
@@ -136,10 +156,14 @@ async function binaries(args) {
   // the package's module: its size is reported, and the JS API run loads it
   if (args.build || !existsSync(join(root, 'dist', 'wasm', 'attnlens.wasm'))) wasmTargets.push('attnlens_wasm');
   if (wasmTargets.length) guarded(() => buildWasm(wasmTargets));
+  if (args.platforms.includes('wasm-mt') && (args.build || !existsSync(bin['wasm-mt'])))
+    guarded(() => buildWasm(['bench_models', ...(args.build ? ['attnlens_wasm'] : [])], { threads: true }));
   // Emscripten's node glue is CommonJS, and the repo's package.json says "type": "module"; and it reads
   // its .wasm by path, which Node's fetch refuses (hence --no-experimental-fetch, as ctest's emulator).
-  const pkg = join(dirname(bin.wasm), 'package.json');
-  if (existsSync(bin.wasm) && !existsSync(pkg)) writeFileSync(pkg, '{"type":"commonjs"}\n');
+  for (const b of [bin.wasm, bin['wasm-mt']]) {
+    const pkg = join(dirname(b), 'package.json');
+    if (existsSync(b) && !existsSync(pkg)) writeFileSync(pkg, '{"type":"commonjs"}\n');
+  }
   return bin;
 }
 
@@ -162,13 +186,15 @@ function runJson(cmd, argv, { verbose, tag }) {
   });
 }
 
-async function runOurs(bin, platform, ckpt, format, args, extra = []) {
-  const flags = [ckpt, ...(format === 'q8_0' ? ['--q8'] : []), ...(args.quick ? ['--quick'] : []), ...extra];
-  const tag = `${platform} ${basename(ckpt, '.bin')} ${format}`;
+// One bench_models run: `input` is the llama2.c checkpoint (f32; --q8 quantizes at load) or a GGUF.
+async function runOurs(bin, platform, input, format, threads, args, extra = []) {
+  const flags = [input, ...(format === 'q8_0' ? ['--q8'] : []), ...(args.quick ? ['--quick'] : []),
+                 '--threads', String(threads), '--limits', ...extra];
+  const tag = `${platform} ${basename(input).replace(/\.(bin|gguf)$/, '')} ${format} ${threads}t`;
   log(`[bench] ${tag} ...`);
   const lines = platform === 'native' ? await runJson(bin.native, flags, { verbose: args.verbose, tag })
-                                      : await runJson(process.execPath, ['--no-experimental-fetch', bin.wasm, ...flags], { verbose: args.verbose, tag });
-  const r = { load: null, decode: null, prefill: {}, generate: null };
+                                      : await runJson(process.execPath, ['--no-experimental-fetch', bin[platform], ...flags], { verbose: args.verbose, tag });
+  const r = { threads, load: null, decode: null, prefill: {}, generate: null, limits: null };
   for (const l of lines) {
     if (l.type === 'prefill') r.prefill[l.tokens] = l;
     else r[l.type] = l;
@@ -182,17 +208,18 @@ function anchorExportDir(ckpt) {
   return join(ortb, 'models', `${st.size}-${Math.floor(st.mtimeMs / 1000)}-${basename(ckpt, '.bin')}`);
 }
 
-async function runAnchor(ckpt, args, seq) {
-  const tag = `onnxruntime-web ${basename(ckpt, '.bin')}`;
+async function runAnchor(ckpt, args, seq, threads = 1) {
+  const tag = `onnxruntime-web ${basename(ckpt, '.bin')} ${threads}t`;
   log(`[bench] ${tag} (../shared/anchors/run.sh) ...`);
-  const [r] = (await runJson('bash', [join(shared, 'anchors', 'run.sh'), ckpt, '1', PROMPT.join(' ')],
+  const [r] = (await runJson('bash', [join(shared, 'anchors', 'run.sh'), ckpt, String(threads), PROMPT.join(' ')],
                              { verbose: args.verbose, tag })).slice(-1);
+  r.threads = threads;
   if (args.anchor256 && seq >= 256) {
     const dir = anchorExportDir(ckpt);
     if (existsSync(join(dir, 'prefill.onnx'))) {
       log(`[bench] ${tag} prefill 256 (bench_ort.mjs on the same export) ...`);
       const [r2] = (await runJson(process.execPath, [join(shared, 'anchors', 'bench_ort.mjs'), '--engine', 'web',
-        '--threads', '1', '--model', dir, '--prompt', PROMPT.join(' '), '--steps', '256', '--reps', '1',
+        '--threads', String(threads), '--model', dir, '--prompt', PROMPT.join(' '), '--steps', '256', '--reps', '1',
         '--warmup-s', '0', '--prefill', '256', '--prefill-reps', '5'], { verbose: args.verbose, tag })).slice(-1);
       r.prefill256MsMedian = r2.prefillMsMedian;
       r.prefill256Ms = r2.prefillMs;
@@ -278,7 +305,7 @@ function report(results, args) {
                  cell(aP64), '', cell(aP64.map((ms) => prefillGflops(load, 64, ms)), 1), cell(aP256), '', '', '']);
     }
     for (const format of args.formats) {
-      for (const platform of args.platforms) {
+      for (const platform of args.platforms.filter((p) => p !== 'wasm-mt')) {  // one thread: the single-thread build
         const R = results.ours[`${shape}/${format}/${platform}`] ?? [];
         if (!R.length) continue;
         const dec = R.map((r) => r.decode?.tok_s_median);
@@ -298,7 +325,11 @@ function report(results, args) {
             marks.push(`${name} ${pass ? 'PASS' : 'MISS'}`);
             verdicts.push(`${shape} ${format} ${name}: ${m.toFixed(2)} → ${pass ? 'PASS' : 'MISS'}`);
           };
-          if (format === 'f32') {
+          if (QUANT.includes(format)) {
+            const Q = results.ours[`${shape}/q8_0/wasm`] ?? [];
+            check(`dec≥${TARGETS.q4.vsQ8}×q8_0`, R.map((r, i) => (Q[i]?.decode ? r.decode?.tok_s_median / Q[i].decode.tok_s_median : null)),
+                  (m) => m >= TARGETS.q4.vsQ8);
+          } else if (format === 'f32') {
             check(`dec≥${TARGETS.f32Decode}×`, rDec, (m) => m >= TARGETS.f32Decode);
             check(`pf64≥${TARGETS.f32Prefill}×`, rP64, (m) => m >= TARGETS.f32Prefill);
             check(`pf256≥${TARGETS.f32Prefill}×`, rP256, (m) => m >= TARGETS.f32Prefill);
@@ -337,8 +368,95 @@ function report(results, args) {
     out.push(`wasm module + JS glue: dist/wasm/attnlens.wasm ${sz.wasm} B + attnlens.mjs ${sz.glue} B = ${sz.total} B ` +
              `(${(sz.total / 1e6).toFixed(3)} MB; gzip -9 ${sz.gzip} B) → ${sz.total < SIZE_LIMIT ? 'PASS' : 'MISS'} (< 1 MB)`);
   }
+  out.push(...threadsReport(results, args, verdicts));
+  if (results.skipped?.length) out.push('SKIPPED: ' + results.skipped.join('; '));
   if (verdicts.length) out.push('targets (medians): ' + verdicts.join('; '));
   return out.join('\n');
+}
+
+// The threads table: every engine with 1 and 2 (…) threads on each shape and weight type, the
+// pthreads build's speed-up, and ours against the peers on the same file (PASS/MISS per target);
+// ours also against the machine: decode GB/s as a share of the memory read bandwidth and GFLOP/s as a
+// share of the SIMD peak, both measured by the same bench_models run with the same threads.
+function threadsReport(results, args, verdicts) {
+  const T = args.threads;
+  if (!(T.length > 1 || args.platforms.includes('wasm-mt'))) return [];
+  const out = [];
+  const t1 = T[0], tn = T[T.length - 1];
+  const med = (xs) => median(xs ?? []);
+  const oursRuns = (shape, format, platform, t) => results.ours[oursKey(shape, format, platform, t)] ?? [];
+  const ours = (shape, format, platform, t, f) => med(oursRuns(shape, format, platform, t).map(f));
+  const peer = (shape, format, engine, t, f) => med((results.peers[`${shape}/${format}/${engine}@${t}`] ?? []).map(f));
+  const anchor = (shape, t, f) => med((results.anchor[t > 1 ? `${shape}@${t}` : shape] ?? []).map(f));
+  const fx = (x, d = 1) => (x == null || !Number.isFinite(x) ? '–' : x.toFixed(d));
+  const rows = [];
+  for (const shape of args.shapes) {
+    for (const format of args.formats) {
+      const load = results.load[shape];
+      const engines = [];
+      for (const platform of ['wasm-mt', 'native'].filter((p) => args.platforms.includes(p))) {
+        const get = (t, f) => ours(shape, format, platform, t, f);
+        engines.push({ name: `ours ${platform}`, platform,
+          dec: (t) => get(t, (r) => r.decode?.tok_s_median), p64: (t) => get(t, (r) => r.prefill[64]?.ms_median),
+          p256: (t) => get(t, (r) => r.prefill[256]?.ms_median), gbs: (t) => get(t, (r) => r.decode?.gbs),
+          read: (t) => get(t, (r) => r.limits?.read_gbs), gflops: (t) => get(t, (r) => r.prefill[64]?.gflops),
+          peak: (t) => get(t, (r) => r.limits?.peak_gflops),
+          cpu: (t) => Math.min(...oursRuns(shape, format, platform, t).map((r) => (r.decode?.cpu_per_wall ?? t) / t)) });
+      }
+      if (format === 'f32')
+        engines.push({ name: 'ORT-web', dec: (t) => anchor(shape, t, (a) => a.decodeTokPerSMedian), p64: (t) => anchor(shape, t, (a) => a.prefillMsMedian),
+                       p256: (t) => anchor(shape, t, (a) => a.prefill256MsMedian) });
+      engines.push({ name: 'wllama', dec: (t) => peer(shape, format, 'wllama', t, (r) => r.decodeTokS), p64: (t) => peer(shape, format, 'wllama', t, (r) => r.prefillMs), p256: () => null });
+      engines.push({ name: 'llama.cpp', dec: (t) => peer(shape, format, 'llamacpp', t, (r) => r.decodeTokS), p64: (t) => peer(shape, format, 'llamacpp', t, (r) => r.prefillMs), p256: () => null });
+      for (const e of engines) {
+        if (T.every((t) => e.dec(t) == null && e.p64(t) == null)) continue;
+        const marks = [];
+        const check = (name, v, ok) => {
+          if (v == null || !Number.isFinite(v)) return;
+          const pass = ok(v);
+          marks.push(`${name} ${v.toFixed(2)} ${pass ? 'PASS' : 'MISS'}`);
+          verdicts.push(`${shape} ${format} ${e.name} ${name}: ${v.toFixed(2)} → ${pass ? 'PASS' : 'MISS'}`);
+        };
+        const sDec = e.dec(tn) / e.dec(t1), sP64 = e.p64(t1) / e.p64(tn), sP256 = e.p256(t1) / e.p256(tn);
+        if (e.platform === 'wasm-mt' && tn === 2 && t1 === 1) {
+          const q = format !== 'f32';
+          check(`dec ${tn}t/1t≥${q ? TARGETS.threads.quantDecode : TARGETS.threads.f32Decode}`, sDec, (v) => v >= (q ? TARGETS.threads.quantDecode : TARGETS.threads.f32Decode));
+          check(`pf64 ${tn}t/1t≥${TARGETS.threads.prefill}`, sP64, (v) => v >= TARGETS.threads.prefill);
+          check(`pf256 ${tn}t/1t≥${TARGETS.threads.prefill}`, sP256, (v) => v >= TARGETS.threads.prefill);
+        }
+        if (e.platform === 'wasm-mt') {
+          // ahead of the peers with the same threads (onnxruntime-web runs f32 only)
+          if (format === 'f32') {
+            check(`dec≥ORT ${tn}t`, e.dec(tn) / anchor(shape, tn, (a) => a.decodeTokPerSMedian), (v) => v >= 1);
+            check(`pf64≥ORT ${tn}t`, anchor(shape, tn, (a) => a.prefillMsMedian) / e.p64(tn), (v) => v >= 1);
+          }
+          check(`dec≥wllama ${tn}t`, e.dec(tn) / peer(shape, format, 'wllama', tn, (r) => r.decodeTokS), (v) => v >= 1);
+          check(`pf64≥wllama ${tn}t`, peer(shape, format, 'wllama', tn, (r) => r.prefillMs) / e.p64(tn), (v) => v >= 1);
+          if (QUANT.includes(format)) {  // 4-bit decode, one thread, the same file
+            check(`dec 1t≥${TARGETS.q4.vsWllama}×wllama`, e.dec(1) / peer(shape, format, 'wllama', 1, (r) => r.decodeTokS), (v) => v >= TARGETS.q4.vsWllama);
+            check(`dec 1t≥${TARGETS.q4.vsLlamacpp}×llama.cpp`, e.dec(1) / peer(shape, format, 'llamacpp', 1, (r) => r.decodeTokS), (v) => v >= TARGETS.q4.vsLlamacpp);
+          }
+        }
+        const limits = e.read ? `${fx(e.gbs(tn))} of ${fx(e.read(tn))} (${fx(100 * e.gbs(tn) / e.read(tn), 0)}%)` : '';
+        const peak = e.peak ? `${fx(e.gflops(tn))} of ${fx(e.peak(tn))} (${fx(100 * e.gflops(tn) / e.peak(tn), 0)}%)` : '';
+        const busy = e.cpu && e.cpu(tn) < 0.85 ? '*' : '';
+        rows.push([shape, format, e.name + busy, ...T.map((t) => fx(e.dec(t))), fx(sDec, 2), ...T.map((t) => fx(e.p64(t))), fx(sP64, 2),
+                   ...T.map((t) => fx(e.p256(t))), fx(sP256, 2), limits, peak, marks.join(', ')]);
+      }
+    }
+  }
+  if (!rows.length) return out;
+  out.push('');
+  out.push(`Threads and the llama.cpp peers — decode tok/s and prefill ms with ${T.join(' / ')} threads; ×: ${tn} threads over ${t1} ` +
+           `(prefill: ${t1}-thread ms ÷ ${tn}-thread ms); ours' decode GB/s of weights against the memory read bandwidth and prefill-64 ` +
+           `GFLOP/s against the SIMD peak, both measured by the same run with ${tn} threads.`);
+  out.push(table(['shape', 'weights', 'engine', ...T.map((t) => `decode ${t}t`), '×', ...T.map((t) => `pf64 ${t}t`), '×',
+                  ...T.map((t) => `pf256 ${t}t`), '×', `GB/s ${tn}t of read`, `GFLOP/s ${tn}t of peak`, 'targets'], rows));
+  out.push('wllama: llama.cpp\'s wasm build in headless Chromium (its own clock, 128 tokens after BOS; pthreads when threads > 1); llama.cpp: ' +
+           'node-llama-cpp native, wall clock of its JS-driven loop (128 tokens). Both on the GGUF converted from the same checkpoint. ' +
+           '* = our process got < 85% of the cores it asked for.');
+  if (results.peersMissing) out.push(`llama.cpp peers: not run (${results.peersMissing}).`);
+  return out;
 }
 
 function prefillGflops(load, n, ms) {
@@ -348,13 +466,17 @@ function prefillGflops(load, n, ms) {
 }
 
 // The results object again from the raw list written by --json.
-function fromRaw(raw, args) {
-  const results = { ours: {}, anchor: {}, load: {}, api: [], sizes: wasmSizes(), raw };
+function fromRaw(saved, args) {
+  const raw = Array.isArray(saved) ? saved : saved.raw;  // older files: the list alone
+  const results = { ours: {}, anchor: {}, peers: {}, load: {}, api: [], sizes: wasmSizes(), raw,
+                    skipped: saved.skipped ?? [], peersMissing: saved.peersMissing ?? null };
   args.rounds = 1 + Math.max(0, ...raw.map((r) => r.round ?? 0));
   for (const r of raw) {
+    const t = r.threads ?? 1;
     if (r.type === 'api') results.api[r.round] = r;
-    else if (r.platform) (results.ours[`${r.shape}/${r.format}/${r.platform}`] ??= [])[r.round] = r;
-    else if (r.shape) (results.anchor[r.shape] ??= [])[r.round] = r;
+    else if (r.platform) (results.ours[oursKey(r.shape, r.format, r.platform, t)] ??= [])[r.round] = r;
+    else if (r.engine === 'llamacpp' || r.engine === 'wllama') (results.peers[`${r.shape}/${r.format}/${r.engine}@${t}`] ??= [])[r.round] = r;
+    else if (r.shape) (results.anchor[t > 1 ? `${r.shape}@${t}` : r.shape] ??= [])[r.round] = r;
   }
   for (const shape of args.shapes) {
     const [dim, hidden, layers, heads, kv, vocab] = SHAPES[shape];
@@ -367,44 +489,90 @@ function fromRaw(raw, args) {
 }
 
 // ---- main -------------------------------------------------------------------------------------------
+// results.ours key of one of our runs: `${shape}/${format}/${platform}`, `@${threads}` past 1 thread.
+export const oursKey = (shape, format, platform, threads = 1) => `${shape}/${format}/${platform}${threads > 1 ? `@${threads}` : ''}`;
+
 async function main() {
   if (process.argv[2] === '--api-child') return apiChild(process.argv[3], process.argv[4], process.argv[5] === 'quick');
   const args = parseArgs(process.argv.slice(2));
   if (args.report) return console.log(report(fromRaw(JSON.parse(readFileSync(args.report, 'utf8')), args), args));
   const haveShared = existsSync(join(shared, 'anchors', 'run.sh'));
   if (args.anchor && !haveShared) log(`[bench] ${shared} not found: onnxruntime-web is not run`);
+  const peers = args.peers ? findPeers({ shared, cacheDir, log }) : { missing: '--no-peers' };
+  if (peers.missing) log(`[bench] llama.cpp peers not run: ${peers.missing}`);
   const bin = await binaries(args);
-  const results = { ours: {}, anchor: {}, load: {}, api: [], sizes: wasmSizes(), raw: [] };
+  const results = { ours: {}, anchor: {}, peers: {}, load: {}, api: [], sizes: wasmSizes(), raw: [], skipped: [],
+                    peersMissing: peers.missing ?? null };
   const tok = join(shared, 'models', 'llama2-tokenizer', 'tokenizer.bin');
+  const skip = (what) => {
+    if (!results.skipped.includes(what)) results.skipped.push(what);
+    log(`[bench] SKIPPED ${what}`);
+  };
   for (let round = 0; round < args.rounds; round++) {
     if (args.rounds > 1) log(`[bench] round ${round + 1} of ${args.rounds}`);
     for (const shape of args.shapes) {
-      const ckpt = checkpoint(shape);
+      const ckpt = checkpoint(shape, peers.missing ? null : peers);
       const seq = SHAPES[shape][6];
-      if (args.anchor && haveShared) {
-        try {
-          const a = await runAnchor(ckpt, args, seq);
-          (results.anchor[shape] ??= [])[round] = a;
-          results.raw.push({ shape, round, engine: 'onnxruntime-web', ...a });
-        } catch (e) {
-          log(`[bench] onnxruntime-web failed: ${e.message}`);
+      // Side by side: the peers on this shape first, then ours.
+      if (args.anchor && haveShared && args.formats.includes('f32')) {
+        for (const threads of args.threads) {
+          try {
+            const a = await runAnchor(ckpt, args, seq, threads);
+            (results.anchor[threads > 1 ? `${shape}@${threads}` : shape] ??= [])[round] = a;
+            results.raw.push({ shape, round, engine: 'onnxruntime-web', ...a });
+          } catch (e) {
+            log(`[bench] onnxruntime-web failed: ${e.message}`);
+          }
+        }
+      }
+      if (!peers.missing) {
+        const names = args.formats.map((f) => peerModelName(shape, f));
+        for (const f of args.formats)
+          if (!existsSync(join(peers.models, peerModelName(shape, f)))) skip(`${shape} ${f}: ${peerModelName(shape, f)} is not among the peers' models`);
+        for (const engine of ['llamacpp', 'wllama']) {
+          try {
+            for (const r of await runPeer(peers, engine, names, args.threads, { verbose: args.verbose, log })) {
+              const format = args.formats.find((f) => peerModelName(shape, f) === r.model);
+              (results.peers[`${shape}/${format}/${engine}@${r.threads}`] ??= [])[round] = r;
+              results.raw.push({ shape, round, format, engine, ...r });
+            }
+          } catch (e) {
+            log(`[bench] ${engine} failed: ${e.message}`);
+          }
         }
       }
       for (const format of args.formats) {
-        for (const platform of args.platforms) {
-          const extra = shape === '15M' && existsSync(tok) ? ['--tokenizer', tok] : [];
-          const r = await runOurs(bin, platform, ckpt, format, args, extra);
-          (results.ours[`${shape}/${format}/${platform}`] ??= [])[round] = r;
-          results.raw.push({ shape, round, format, platform, ...r });
-          if (r.load && format === 'f32') {
-            const [dim, hidden, layers, heads, kv, vocab] = SHAPES[shape];
-            const kvd = dim * kv / heads;
-            results.load[shape] = { weight_bytes_f32: r.load.weight_bytes, matmul_params_per_token: r.load.matmul_params_per_token,
-                                    layer_matmul_params: layers * (2 * dim * dim + 2 * dim * kvd + 3 * dim * hidden),
-                                    head_params: vocab * dim, attn_per_key: 4 * dim * layers };
+        let input = ckpt;
+        if (QUANT.includes(format)) {
+          input = peers.missing ? null : join(peers.models, peerModelName(shape, format));
+          if (!input || !existsSync(input)) {
+            skip(`${shape} ${format} (ours): no GGUF file (${peers.missing ?? `${peerModelName(shape, format)} missing`})`);
+            continue;
           }
-          const d = r.decode, p = r.prefill;
-          log(`[bench]   decode ${d?.tok_s_median} tok/s (cpu/wall ${d?.cpu_per_wall}), prefill-64 ${p[64]?.ms_median} ms, prefill-256 ${p[256]?.ms_median ?? '–'} ms`);
+        }
+        for (const platform of args.platforms) {
+          for (const threads of platform === 'wasm' ? [1] : args.threads) {
+            const extra = shape === '15M' && format === 'f32' && existsSync(tok) && threads === 1 ? ['--tokenizer', tok] : [];
+            let r;
+            try {
+              r = await runOurs(bin, platform, input, format, threads, args, extra);
+            } catch (e) {
+              skip(`${shape} ${format} ${platform} ${threads}t: ${String(e.message).split('\n').slice(-1)[0]}`);
+              continue;
+            }
+            (results.ours[oursKey(shape, format, platform, threads)] ??= [])[round] = r;
+            results.raw.push({ shape, round, format, platform, ...r });
+            if (r.load && format === 'f32') {
+              const [dim, hidden, layers, heads, kv, vocab] = SHAPES[shape];
+              const kvd = dim * kv / heads;
+              results.load[shape] = { weight_bytes_f32: r.load.weight_bytes, matmul_params_per_token: r.load.matmul_params_per_token,
+                                      layer_matmul_params: layers * (2 * dim * dim + 2 * dim * kvd + 3 * dim * hidden),
+                                      head_params: vocab * dim, attn_per_key: 4 * dim * layers };
+            }
+            const d = r.decode, p = r.prefill;
+            log(`[bench]   decode ${d?.tok_s_median} tok/s (cpu/wall ${d?.cpu_per_wall}), prefill-64 ${p[64]?.ms_median} ms, prefill-256 ${p[256]?.ms_median ?? '–'} ms` +
+                (r.limits ? `; read ${r.limits.read_gbs} GB/s, peak ${r.limits.peak_gflops} GFLOP/s` : ''));
+          }
         }
       }
       if (shape === '15M' && args.api && existsSync(tok) && results.sizes) {
@@ -432,7 +600,7 @@ async function main() {
   results.api = results.api.filter(Boolean);
   const text = report(results, args);
   console.log('\n' + text);
-  if (args.json) writeFileSync(args.json, JSON.stringify(results.raw, null, 1));
+  if (args.json) writeFileSync(args.json, JSON.stringify({ raw: results.raw, skipped: results.skipped, peersMissing: results.peersMissing }, null, 1));
 }
 
 // Run as a script (bench/interp.mjs imports checkpoint() from here).

@@ -1,15 +1,16 @@
 #!/usr/bin/env node
 // `npm run bench`: the kernel micro-benchmarks (bench/kernels.mjs), the model benchmark
-// (bench/models.mjs: AttnLens wasm + native beside onnxruntime-web on stories-shaped checkpoints),
-// llama.cpp's quantized GGUF files (bench/quant.mjs: q4_0 and Q4_K_M beside our q8_0/f32, llama.cpp
-// native and its wasm build wllama, one thread; skipped, saying so, without the llama.cpp peers),
-// what the interpretability toolkit costs (bench/interp.mjs), the time to first token of our
-// built-in models in headless Chromium (bench/browser.mjs) and the tokenizers beside transformers.js'
-// (bench/tokenizers.mjs).
+// (bench/models.mjs: AttnLens wasm — single-thread and pthreads builds — and native, 1 and 2 threads,
+// beside onnxruntime-web, wllama and llama.cpp native on stories-shaped checkpoints), llama.cpp's
+// quantized GGUF files (bench/quant.mjs: q4_0 and Q4_K_M beside our q8_0/f32, llama.cpp native and its
+// wasm build wllama, one thread; skipped, saying so, without the llama.cpp peers), what attention
+// costs (bench/attention.mjs: capture, long context), what the interpretability toolkit costs
+// (bench/interp.mjs), the time to first token in headless Chromium (bench/browser.mjs) and the
+// tokenizers beside transformers.js' (bench/tokenizers.mjs).
 // Not a test: nothing here fails on a slow figure; the tables say PASS/MISS per target.
 //
 //   npm run bench [-- OPTIONS]
-//     --only kernels|models|quant|interp|browser|tokenizers   run one of them
+//     --only kernels|models|quant|attention|interp|browser|tokenizers   run one of them
 //     --quick, --no-build     passed to both (fewer repetitions / use the binaries already built)
 //     every other option goes to bench/models.mjs (see `node bench/models.mjs --help`)
 import { spawnSync } from 'node:child_process';
@@ -25,8 +26,8 @@ for (let i = 0; i < argv.length; i++) {
   else if (argv[i].startsWith('--only=')) only = argv[i].slice(7);
   else rest.push(argv[i]);
 }
-if (only && !['kernels', 'models', 'quant', 'interp', 'browser', 'tokenizers'].includes(only)) {
-  console.error(`bench: --only takes "kernels", "models", "quant", "interp", "browser" or "tokenizers", got ${JSON.stringify(only)}`);
+if (only && !['kernels', 'models', 'quant', 'attention', 'interp', 'browser', 'tokenizers'].includes(only)) {
+  console.error(`bench: --only takes "kernels", "models", "quant", "attention", "interp", "browser" or "tokenizers", got ${JSON.stringify(only)}`);
   process.exit(2);
 }
 // passed to both scripts (each also takes its own options; everything else goes to models.mjs)
@@ -43,6 +44,7 @@ let status = 0;
 if (!only || only === 'kernels') status |= run('kernels.mjs', shared);
 if (!only || only === 'models') status |= run('models.mjs', rest);
 if (!only || only === 'quant') status |= run('quant.mjs', shared);
+if (!only || only === 'attention') status |= run('attention.mjs', shared);
 if (!only || only === 'interp') status |= run('interp.mjs', shared);
 if (!only || only === 'browser') status |= run('browser.mjs', []);
 if (!only || only === 'tokenizers') status |= run('tokenizers.mjs', shared);

@@ -38,7 +38,8 @@ const USAGE = `usage:
   attnlens embed     --model PATH --text TEXT [--text TEXT …] [--pooling mean|cls|max] [--normalize true|false] [--json]
   attnlens fill-mask --model PATH --text TEXT [--top-k K] [--json]
 
-PATH: a model file (.bin, .gguf, .safetensors), a Hugging Face-style folder, or a built-in model name.
+PATH: a model file (.bin, .gguf, .safetensors), a Hugging Face-style folder (tokenizer.json or a SentencePiece
+.model), or a built-in model name.
 --chat: the prompt is a user message (after --system TEXT, a system message), rendered by the model's
 chat template with the assistant's turn opened; --json then also prints "chat_prompt", the rendered text.
 generate --json prints {"tokens", "text", "prefill_ms", "decode_tokens_per_s"}; attention --json prints

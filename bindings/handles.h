@@ -54,6 +54,12 @@ auto guarded(F&& f) -> decltype(f()) {
 // check each field's type (a wrong type is an attnlens::Error naming the field, never an Embind
 // TypeError thrown through wasm frames).
 std::vector<int> to_ints(const val& array, const char* what);  // JS array / Int32Array → ints
+
+// Throws attnlens::Error unless `bytes` more fit in the WebAssembly heap (its maximum minus what is
+// allocated), naming `what`, how much it needs, how much is left and the limit ("huge.gguf: 5000 MB
+// (5000000000 bytes) of WebAssembly memory needed, but only 4290 MB more fit: …"). Called before the
+// big allocations (a model's files, a KV cache), so that a model too big is refused up front.
+void require_memory(double bytes, const std::string& what);
 val to_int32_array(const std::vector<int>& v);                  // a copy, as an Int32Array
 val to_array(const std::vector<int>& v);                        // a copy, as a plain Array of numbers
 val to_array(const std::vector<std::string>& v);                // a plain Array of strings
@@ -83,6 +89,7 @@ val chat_templates(const runtime::TokenizerConfig& c);
 class FileSet {
  public:
   val add(const std::string& name, double size);
+  val view(int index) const;  // file `index` again (a fresh view: the heap may have grown since add)
   int count() const { return int(files_.size()); }
   std::vector<runtime::FilePtr> take() { return std::move(files_); }
 
@@ -134,6 +141,9 @@ class SessionHandle {
   val memory() const;
   const models::Session& session() const { return *s_; }
   void reset();
+  // Threads this session's forward passes use (core/parallel.h; clamped to the pool's size).
+  void set_threads(int n) { threads_ = n < 1 ? 1 : n; }
+  int threads() const { return threads_; }
 
   // Generation, one token per step() so JS can yield and abort between tokens. options: {maxNewTokens,
   // temperature, topK, topP, repetitionPenalty, seed, stop, numBeams, lengthPenalty, earlyStopping,
@@ -167,6 +177,7 @@ class SessionHandle {
   std::unique_ptr<generate::Generation> gen_;
   uint64_t seed_ = 0;
   std::unique_ptr<interp::Interventions> ablation_hooks_;  // set_ablations()
+  int threads_ = 1;
 };
 
 }  // namespace attnlens::bindings

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "bindings/handles.h"
+#include "core/parallel.h"
 #include "interp/analysis.h"
 
 namespace attnlens::bindings {
@@ -164,6 +165,7 @@ void SessionHandle::set_ablations(const val& list) {
 
 val SessionHandle::analyze(const val& input, const val& options) {
   return guarded([&] {
+    parallel::Threads use(threads_);
     AL_CHECK(!gen_ || gen_->done(), "a generation is running on this session");
     const auto& m = m_->model();
     interp::AnalyzeOptions o;
@@ -203,6 +205,7 @@ val SessionHandle::analyze(const val& input, const val& options) {
 
 val SessionHandle::patch(const val& clean, const val& corrupted, const val& spec) {
   return guarded([&] {
+    parallel::Threads use(threads_);
     AL_CHECK(!gen_ || gen_->done(), "a generation is running on this session");
     const auto& m = m_->model();
     AL_CHECK(has(spec, "site"), "patching: site { point, layer, head, position, kind } is required");
@@ -225,6 +228,7 @@ val SessionHandle::patch(const val& clean, const val& corrupted, const val& spec
 
 val SessionHandle::patch_sweep(const val& clean, const val& corrupted, const val& spec) {
   return guarded([&] {
+    parallel::Threads use(threads_);
     AL_CHECK(!gen_ || gen_->done(), "a generation is running on this session");
     const auto& m = m_->model();
     const nn::HookPoint point = point_of(string_of(spec, "point", "heads"));
@@ -245,6 +249,7 @@ val SessionHandle::patch_sweep(const val& clean, const val& corrupted, const val
 
 val SessionHandle::probe(const val& options) {
   return guarded([&] {
+    parallel::Threads use(threads_);
     AL_CHECK(!gen_ || gen_->done(), "a generation is running on this session");
     interp::ProbeOptions o;
     o.length = int_of(options, "length", 0);

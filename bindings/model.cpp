@@ -55,6 +55,7 @@ val ModelHandle::info(const SessionHandle& session) const {
     const double kv_full = double(s.cache.capacity_bytes());
     o.set("kvCacheBytes", kv_full);
     o.set("memoryBytes", double(m_->weight_memory_bytes()) + kv_full);
+    o.set("threads", session.threads());
     val files = val::array();
     for (const runtime::FilePtr& f : m_->files()) {
       val e = val::object();
@@ -134,6 +135,7 @@ std::string ModelHandle::detokenize(const val& ids) const {
 }
 
 SessionHandle* ModelHandle::new_session(int capacity) const {
+  // Nothing big is allocated here: the KV cache grows with use (nn/kv_cache.h reserve()).
   return guarded([&] { return new SessionHandle(m_, capacity); });
 }
 

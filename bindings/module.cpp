@@ -4,6 +4,7 @@
 #include <malloc.h>
 
 #include "bindings/handles.h"
+#include "core/parallel.h"
 #include "kernels/kernels.h"
 
 namespace attnlens::bindings {
@@ -128,6 +129,15 @@ val json_to_val(const nlohmann::json& j) {
   }
 }
 
+void require_memory(double bytes, const std::string& what) {
+  const double used = double(mallinfo().uordblks), limit = double(emscripten_get_heap_max());
+  const double left = limit > used ? limit - used : 0;
+  auto mb = [](double b) { return std::to_string(int64_t(b / 1e6 + 0.5)) + " MB"; };
+  AL_CHECK(bytes <= left, what, ": ", mb(bytes), " (", int64_t(bytes), " bytes) of WebAssembly memory needed, but only ",
+           mb(left), " more fit: the WebAssembly heap stops at ", mb(limit), " (", int64_t(limit), " bytes) and ", mb(used),
+           " are in use");
+}
+
 // Bytes the engine has allocated (in use) and the size of the wasm heap (which never shrinks).
 val memory_stats() {
   struct mallinfo mi = mallinfo();
@@ -156,10 +166,18 @@ int debug_trap(const std::string& kind) {
   return 0;
 }
 
+// Threads: what this module can run (1 for the single-thread build), and starting the pool's
+// workers (web/src/wasm.mjs loads the pthread workers first, then calls this).
+int max_threads() { return parallel::max_threads(); }
+int reserve_threads(int n) { return parallel::reserve(n); }
+
 EMSCRIPTEN_BINDINGS(attnlens_module) {
   function("memoryStats", &memory_stats);
+  function("requireMemory", +[](double bytes, const std::string& what) { guarded([&] { require_memory(bytes, what); }); });
   function("simdArch", &simd_arch);
   function("debugTrap", &debug_trap);
+  function("maxThreads", &max_threads);
+  function("reserveThreads", &reserve_threads);
   function("failed", &failed);
   function("takeError", &take_error);
 }

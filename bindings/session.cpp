@@ -2,6 +2,7 @@
 #include <emscripten/bind.h>
 
 #include "bindings/handles.h"
+#include "core/parallel.h"
 
 namespace attnlens::bindings {
 
@@ -28,6 +29,7 @@ void SessionHandle::set_attention(bool on, const val& layers, const val& heads) 
 
 val SessionHandle::decode(const val& tokens, bool all_logits) {
   return guarded([&] {
+    parallel::Threads use(threads_);
     std::vector<int> t = to_ints(tokens, "tokens");
     AL_CHECK(!gen_ || gen_->done(), "a generation is running on this session");
     // No clear(): each (kind, layer) this pass records replaces its previous record, and the encoder's
@@ -39,6 +41,7 @@ val SessionHandle::decode(const val& tokens, bool all_logits) {
 
 val SessionHandle::encode(const val& tokens, const val& token_types) {
   return guarded([&] {
+    parallel::Threads use(threads_);
     std::vector<int> t = to_ints(tokens, "tokens");
     std::vector<int> types;
     if (!token_types.isNull() && !token_types.isUndefined()) {
@@ -53,6 +56,7 @@ val SessionHandle::encode(const val& tokens, const val& token_types) {
 
 val SessionHandle::mlm_logits() {
   return guarded([&] {
+    parallel::Threads use(threads_);
     const float* l = m_->model().mlm_logits(*s_);
     return val(typed_memory_view(s_->logits.size(), l));
   });
@@ -140,6 +144,7 @@ void SessionHandle::reset() {
 
 void SessionHandle::start(const val& prompt_ids, const val& options) {
   guarded([&] {
+    parallel::Threads use(threads_);
     generate::GenerateOptions o;
     const double max_new = number_field(options, "maxNewTokens", 128);
     AL_CHECK(max_new >= 0 && max_new <= (1 << 30) && max_new == double(int(max_new)),
@@ -205,6 +210,7 @@ void SessionHandle::start(const val& prompt_ids, const val& options) {
 
 val SessionHandle::step() {
   return guarded([&] {
+    parallel::Threads use(threads_);
     AL_CHECK(gen_, "no generation was started on this session");
     generate::TokenEvent ev;
     if (!gen_->step(ev)) return val::null();
@@ -324,7 +330,9 @@ EMSCRIPTEN_BINDINGS(attnlens_session) {
       .function("analyze", &SessionHandle::analyze)
       .function("patch", &SessionHandle::patch)
       .function("patchSweep", &SessionHandle::patch_sweep)
-      .function("probe", &SessionHandle::probe);
+      .function("probe", &SessionHandle::probe)
+      .function("setThreads", &SessionHandle::set_threads)
+      .function("threads", &SessionHandle::threads);
 }
 
 }  // namespace attnlens::bindings

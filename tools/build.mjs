@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// Builds AttnLens with CMake: the WebAssembly module for the JS package (dist/wasm/) and, with
-// --native or --all, the native engine, tests and benchmarks. Incremental: reruns are quick.
+// Builds AttnLens with CMake: the WebAssembly modules for the JS package (dist/wasm/: attnlens.* single
+// thread, attnlens-mt.* with pthreads) and, with --native or --all, the native engine, tests and
+// benchmarks. Incremental: reruns are quick.
 //   node tools/build.mjs [--wasm] [--native] [--all]     (default: --wasm)
-// Build folders: build-wasm/ and build-native/ (override with ATTNLENS_BUILD_WASM / _NATIVE).
+// Build folders: build-wasm/, build-wasm-mt/ (the pthreads variant: every object is compiled with
+// -pthread) and build-native/ (override with ATTNLENS_BUILD_WASM / _WASM_MT / _NATIVE).
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -12,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const buildDirs = {
   wasm: process.env.ATTNLENS_BUILD_WASM ?? join(root, 'build-wasm'),
+  wasmMt: process.env.ATTNLENS_BUILD_WASM_MT ?? join(root, 'build-wasm-mt'),
   native: process.env.ATTNLENS_BUILD_NATIVE ?? join(root, 'build-native'),
 };
 const jobs = String(Math.max(1, cpus().length));
@@ -27,19 +30,30 @@ export function buildNative(targets = []) {
   run('cmake', ['--build', dir, '-j', jobs, ...targets.flatMap((t) => ['--target', t])]);
 }
 
-export function buildWasm(targets = []) {
-  const dir = buildDirs.wasm;
+// The single-thread variant, or with { threads: true } the pthreads one (build-wasm-mt/).
+export function buildWasm(targets = [], { threads = false } = {}) {
+  const dir = threads ? buildDirs.wasmMt : buildDirs.wasm;
   if (!existsSync(join(dir, 'CMakeCache.txt'))) {
     run('emcmake', ['cmake', '-S', root, '-B', dir, '-DCMAKE_BUILD_TYPE=Release',
-      // emcmake's default emulator passes a flag Node 20 refuses (TOOLCHAIN.md §1)
-      '-DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node;--no-experimental-fetch']);
+      // emcmake's default emulator passes --experimental-wasm-threads, which Node 20 refuses
+      '-DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node;--no-experimental-fetch',
+      `-DATTNLENS_WASM_THREADS=${threads ? 'ON' : 'OFF'}`]);
   }
   run('cmake', ['--build', dir, '-j', jobs, ...targets.flatMap((t) => ['--target', t])]);
+}
+
+// Both modules of the JS package (dist/wasm/).
+export function buildModules() {
+  buildWasm(['attnlens_wasm']);
+  buildWasm(['attnlens_wasm'], { threads: true });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const args = process.argv.slice(2);
   const all = args.includes('--all');
   if (all || args.includes('--native')) buildNative();
-  if (all || args.includes('--wasm') || !args.some((a) => a.startsWith('--'))) buildWasm(all ? [] : ['attnlens_wasm']);
+  if (all || args.includes('--wasm') || !args.some((a) => a.startsWith('--'))) {
+    buildWasm(all ? [] : ['attnlens_wasm']);
+    buildWasm(['attnlens_wasm'], { threads: true });
+  }
 }

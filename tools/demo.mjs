@@ -27,7 +27,7 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   process.exit(2);
 }
 
-const wasmOut = [join(repoRoot, 'dist/wasm/attnlens.mjs'), join(repoRoot, 'dist/wasm/attnlens.wasm')];
+const wasmOut = ['attnlens.mjs', 'attnlens.wasm', 'attnlens-mt.mjs', 'attnlens-mt.wasm', 'attnlens-mt.worker.js'].map((f) => join(repoRoot, 'dist/wasm', f));
 const SOURCE_DIRS = ['src', 'bindings', 'cmake'];
 const SOURCE_FILES = ['CMakeLists.txt'];
 
@@ -58,8 +58,8 @@ if (!args.includes('--no-build')) {
   if (why) {
     execFileSync(process.execPath, [join(repoRoot, 'tools/setup.mjs'), '--for', 'build'], { stdio: 'inherit' });
     console.log(`[demo] building the WebAssembly engine (${why}); the first build takes a few minutes…`);
-    const { buildWasm } = await import('./build.mjs');
-    buildWasm(['attnlens_wasm']);
+    const { buildModules } = await import('./build.mjs');
+    buildModules();  // both builds: the page is cross-origin isolated, so it loads the threads one
   } else {
     console.log('[demo] dist/wasm is up to date');
   }

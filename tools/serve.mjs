@@ -91,7 +91,9 @@ export function staticHandler({ root = repoRoot, headers = {}, index = '/web/dem
       return done(400);
     }
     if (pathname === '/' && index !== '/') {
-      send(res, 302, { Location: index });
+      // the query comes along: /?model=date-normalizer opens that model (README)
+      const q = req.url.indexOf('?');
+      send(res, 302, { Location: index + (q >= 0 ? req.url.slice(q) : '') });
       return done(302);
     }
     const file = normalize(join(base, pathname));

@@ -3,7 +3,8 @@
 //   apt:  cmake, g++, emscripten, libxsimd-dev, nlohmann-json3-dev (build), catch2 and wabt (tests),
 //         chromium (browser tests)
 //   npm:  the devDependencies (playwright-core drives the system chromium; no browser download)
-// Usage: node tools/setup.mjs [--for build|test]   (default: test, i.e. everything)
+//   fuzz: clang-14, libclang-rt-14-dev (libFuzzer, ASan, UBSan for tests/fuzz)
+// Usage: node tools/setup.mjs [--for build|test|fuzz]   (default: test, i.e. everything)
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -21,6 +22,13 @@ const need = [
   ['nlohmann-json3-dev', () => existsSync('/usr/include/nlohmann/json.hpp')],
   ['node-acorn', () => existsSync('/usr/share/nodejs/acorn')],
 ];
+if (purpose === 'test' || purpose === 'fuzz') {
+  // libFuzzer + ASan/UBSan runtimes for tests/fuzz (npm run fuzz; npm test's fuzz smoke run)
+  need.push(
+    ['clang-14', () => has('clang++-14')],
+    ['libclang-rt-14-dev', () => existsSync('/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a')],
+  );
+}
 if (purpose === 'test') {
   need.push(
     ['catch2', () => existsSync('/usr/include/catch2/catch.hpp')],

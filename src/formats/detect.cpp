@@ -7,6 +7,7 @@
 #include "core/limits.h"
 #include "formats/internal.h"
 #include "formats/model_file.h"
+#include "formats/sentencepiece_model.h"
 
 namespace attnlens {
 namespace {
@@ -79,6 +80,7 @@ const char* file_kind_name(FileKind k) {
     case FileKind::Safetensors: return "safetensors";
     case FileKind::SafetensorsIndex: return "safetensors-index";
     case FileKind::Json: return "json";
+    case FileKind::SentencePieceModel: return "sentencepiece";
     case FileKind::Unknown: return "unknown";
   }
   return "?";
@@ -92,6 +94,7 @@ FileKind detect_file_kind(const Bytes& f) {
   if (is_llama2c(f)) return FileKind::Llama2c;
   if (is_llama_tokenizer(f)) return FileKind::LlamaTokenizerBin;
   if (starts_with_brace(f)) return is_safetensors_index(f) ? FileKind::SafetensorsIndex : FileKind::Json;
+  if (looks_like_sentencepiece_model(f)) return FileKind::SentencePieceModel;
   return FileKind::Unknown;
 }
 

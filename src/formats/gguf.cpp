@@ -137,28 +137,28 @@ TensorInfo read_tensor_info(ByteReader& r, uint64_t index) {
   t.name = r.read_string("the tensor name");
   r.set_section("tensor info #" + std::to_string(index) + " (" + t.name + ")");
   uint32_t n_dims = r.read<uint32_t>("the dimension count");
-  if (n_dims > kMaxDims) r.fail("tensor ", t.name, " has ", n_dims, " dimensions (at most ", kMaxDims, ")");
+  if (n_dims > kMaxDims) r.fail("tensor ", brief_name(t.name), " has ", n_dims, " dimensions (at most ", kMaxDims, ")");
   uint64_t ne[kMaxDims] = {1, 1, 1, 1};
   uint64_t numel = 1;
   for (uint32_t d = 0; d < n_dims; ++d) {
     ne[d] = r.read<uint64_t>("a dimension");
-    if (ne[d] > uint64_t(INT64_MAX)) r.fail("tensor ", t.name, " has ne[", d, "]=", ne[d], " (negative as int64)");
+    if (ne[d] > uint64_t(INT64_MAX)) r.fail("tensor ", brief_name(t.name), " has ne[", d, "]=", ne[d], " (negative as int64)");
     if (!checked_mul(numel, ne[d], &numel) || numel > uint64_t(INT64_MAX))
-      r.fail("tensor ", t.name, ": the element count overflows (ne[", d, "]=", ne[d], ")");
+      r.fail("tensor ", brief_name(t.name), ": the element count overflows (ne[", d, "]=", ne[d], ")");
   }
   uint32_t type = r.read<uint32_t>("the ggml type");
   t.offset = r.read<uint64_t>("the data offset");
   if (!ggml_to_dtype(type, &t.dtype))
-    r.fail("tensor ", t.name, " has type ", ggml_type_name(type), " (", type, "), which is not supported (supported: ",
+    r.fail("tensor ", brief_name(t.name), " has type ", ggml_type_name(type), " (", type, "), which is not supported (supported: ",
            kSupportedTypes, ")");
   // Blocks run along ne[0]: a row must be whole blocks (then so is the whole tensor).
   const uint64_t block = uint64_t(dtype_block_elems(t.dtype));
   const uint64_t row = n_dims ? ne[0] : 1;
   if (row % block != 0)
-    r.fail("tensor ", t.name, " is ", dtype_name(t.dtype), " but its rows (ne[0]=", row, ") are not a multiple of the ",
+    r.fail("tensor ", brief_name(t.name), " is ", dtype_name(t.dtype), " but its rows (ne[0]=", row, ") are not a multiple of the ",
            block, "-element block");
   if (!checked_mul(numel / block, uint64_t(dtype_block_bytes(t.dtype)), &t.nbytes))
-    r.fail("tensor ", t.name, ": the byte size overflows");
+    r.fail("tensor ", brief_name(t.name), ": the byte size overflows");
   for (uint32_t d = n_dims; d-- > 0;) t.shape.push_back(static_cast<int64_t>(ne[d]));
   return t;
 }
@@ -226,9 +226,9 @@ ModelFile read_gguf(const Bytes& file) {
   const uint64_t data_size = r.size() - data_start;
   for (const TensorInfo& t : infos) {
     if (t.offset % alignment != 0)
-      r.fail("tensor ", t.name, " data offset ", t.offset, " is not a multiple of the alignment ", alignment);
+      r.fail("tensor ", brief_name(t.name), " data offset ", t.offset, " is not a multiple of the alignment ", alignment);
     if (t.offset > data_size || t.nbytes > data_size - t.offset)
-      r.fail("tensor ", t.name, " (", t.nbytes, " bytes at data offset ", t.offset, ") exceeds the ", data_size,
+      r.fail("tensor ", brief_name(t.name), " (", t.nbytes, " bytes at data offset ", t.offset, ") exceeds the ", data_size,
              "-byte data section");
   }
   std::vector<const TensorInfo*> by_offset;

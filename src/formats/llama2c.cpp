@@ -1,4 +1,4 @@
-// llama2.c checkpoints: 7 int32 header, then float32 arrays (layout in ../shared/models/README.md).
+// llama2.c checkpoints: 7 int32 header, then float32 arrays (the layout: read_llama2c in src/formats/model_file.h).
 #include <cstring>
 
 #include "formats/byte_reader.h"

@@ -48,6 +48,7 @@ enum class FileKind {
   Safetensors,        // one safetensors file (or one shard)
   SafetensorsIndex,   // model.safetensors.index.json (a JSON object with a "weight_map" object)
   Json,               // any other JSON object (config.json, tokenizer.json, ...)
+  SentencePieceModel, // a SentencePiece ModelProto (spiece.model, source.spm, tokenizer.model)
   Unknown,
 };
 const char* file_kind_name(FileKind k);  // "llama2c", "llama2c-tokenizer", "gguf", ...
@@ -60,9 +61,11 @@ const char* file_kind_name(FileKind k);  // "llama2c", "llama2c-tokenizer", "ggu
 //                      [0, max_token_length], len bytes} that end exactly at the end of the file
 //   SafetensorsIndex / Json: '{' after optional whitespace; an index if it parses and its top-level
 //                      object has a "weight_map" object (only parsed when the text mentions "weight_map")
+//   SentencePieceModel: none of the above, the first byte is 0x0A (field 1, pieces, length-delimited)
+//                      and the whole file reads as a ModelProto (formats/sentencepiece_model.h)
 FileKind detect_file_kind(const Bytes& file);
 
-// llama2.c checkpoint (Karpathy's run.c format; see ../shared/models/README.md). The header's 7 int32
+// llama2.c checkpoint (Karpathy's run.c format). The header's 7 int32
 // must be positive (vocab_size may be negative: separate classifier), dim % n_heads == 0,
 // n_heads % n_kv_heads == 0, and the file size must match the header exactly.
 // Tensors get GGUF names and PyTorch (outermost-first) shapes, all f32:

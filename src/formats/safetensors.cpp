@@ -195,8 +195,8 @@ TensorMap read_safetensors_shards(const SafetensorsIndex& index, const std::vect
     TensorMap m = read_safetensors(b, &skipped);
     auto check = [&](const std::string& name) {
       auto it = index.weight_map.find(name);
-      if (it == index.weight_map.end()) fail(index.name, ": tensor ", name, " in ", base, " is not in the weight_map");
-      if (it->second != base) fail(index.name, ": tensor ", name, " is in ", base, ", but the weight_map says ", it->second);
+      if (it == index.weight_map.end()) fail(index.name, ": tensor ", brief_name(name), " in ", base, " is not in the weight_map");
+      if (it->second != base) fail(index.name, ": tensor ", brief_name(name), " is in ", base, ", but the weight_map says ", brief_name(it->second));
     };
     for (const auto& kv : m.all()) check(kv.first);
     for (const std::string& s : skipped) check(s);
@@ -204,10 +204,10 @@ TensorMap read_safetensors_shards(const SafetensorsIndex& index, const std::vect
     merge_tensors(out, m);
   }
   for (const std::string& s : index.shards)
-    if (!given.count(s)) fail(index.name, ": shard ", s, " is missing (", given.size(), " of ", index.shards.size(), " given)");
+    if (!given.count(s)) fail(index.name, ": shard ", brief_name(s), " is missing (", given.size(), " of ", index.shards.size(), " given)");
   for (const auto& kv : index.weight_map)
     if (!out.has(kv.first) && !skipped_all.count(kv.first))
-      fail(index.name, ": tensor ", kv.first, " is listed in ", kv.second, ", but that shard does not have it");
+      fail(index.name, ": tensor ", brief_name(kv.first), " is listed in ", brief_name(kv.second), ", but that shard does not have it");
   if (skipped_out) skipped_out->insert(skipped_out->end(), skipped_all.begin(), skipped_all.end());
   return out;
 }

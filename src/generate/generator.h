@@ -1,4 +1,4 @@
-// Autoregressive generation (seed 001 §"Training vs Inference", seed 004 §"Autoregressive Generation"):
+// Autoregressive generation (Vaswani et al. 2017, §3: the decoder is auto-regressive):
 // prefill the prompt in one forward pass (matrix multiplies), then decode one token at a time through
 // the KV cache, sampling each next token, until an end token, a stop string, max_new_tokens, the end
 // of the context, or the caller says stop.

@@ -42,6 +42,27 @@ int argmax(const float* x, int n) {
 Sampler::Sampler(const SamplingOptions& o) : o_(o), rng_(o.seed) { check_sampling_options(o); }
 
 int Sampler::sample(const float* logits, int vocab, const std::vector<int>& history) {
+  const Candidates c = candidates(logits, vocab, history);
+  if (o_.temperature == 0.f) return id(c, 0);  // greedy draws no random number
+  double r = double(rng_.uniform()) * c.total;
+  int last = 0;
+  for (int i = 0; i < c.n; ++i) {
+    if (weights_[i] > 0) last = i;
+    r -= weights_[i];
+    if (r < 0) return id(c, i);
+  }
+  return id(c, last);  // rounding left a sliver of r: the last candidate with any probability
+}
+
+std::vector<double> Sampler::distribution(const float* logits, int vocab, const std::vector<int>& history) {
+  const Candidates c = candidates(logits, vocab, history);
+  std::vector<double> p(size_t(vocab), 0.0);
+  for (int i = 0; i < c.n; ++i) p[size_t(id(c, i))] = weights_[i] / c.total;
+  return p;
+}
+
+Sampler::Candidates Sampler::candidates(const float* logits, int vocab, const std::vector<int>& history) {
+  AL_CHECK(vocab > 0, "sampling needs at least one logit");
   work_.assign(logits, logits + vocab);
   if (o_.repetition_penalty != 1.f) {
     std::vector<char> seen(vocab, 0);
@@ -52,31 +73,28 @@ int Sampler::sample(const float* logits, int vocab, const std::vector<int>& hist
       l = l > 0 ? l / o_.repetition_penalty : l * o_.repetition_penalty;
     }
   }
-  if (o_.temperature == 0.f) return argmax(work_.data(), vocab);
+  if (o_.temperature == 0.f) {  // greedy: the argmax alone
+    order_.assign(1, argmax(work_.data(), vocab));
+    weights_.assign(1, 1.0);
+    return {false, 1, 1.0};
+  }
   const float inv_t = 1.f / o_.temperature;
-  if (o_.top_k == 0 && o_.top_p >= 1.f) return sample_all(inv_t, vocab);
-  return sample_nucleus(inv_t, vocab);
+  if (o_.top_k == 0 && o_.top_p >= 1.f) return all_tokens(inv_t, vocab);
+  return nucleus(inv_t, vocab);
 }
 
-// Plain temperature sampling: one pass over the vocabulary, no sorting.
-int Sampler::sample_all(float inv_t, int vocab) {
+// Plain temperature sampling: every token, in id order, no sorting.
+Sampler::Candidates Sampler::all_tokens(float inv_t, int vocab) {
   const float top = work_[argmax(work_.data(), vocab)];
+  weights_.resize(vocab);
   double sum = 0;
-  for (int i = 0; i < vocab; ++i) sum += std::exp(double(work_[i] - top) * inv_t);
-  double r = double(rng_.uniform()) * sum;
-  int last = 0;
-  for (int i = 0; i < vocab; ++i) {
-    const double p = std::exp(double(work_[i] - top) * inv_t);
-    if (p > 0) last = i;
-    r -= p;
-    if (r < 0) return i;
-  }
-  return last;  // rounding left a sliver of r: the last token with any probability
+  for (int i = 0; i < vocab; ++i) sum += weights_[i] = std::exp(double(work_[i] - top) * inv_t);
+  return {true, vocab, sum};
 }
 
 // top-k and/or top-p: candidates sorted by logit (ties: lower id first), cut to k, then to the
 // smallest prefix whose probability reaches top_p.
-int Sampler::sample_nucleus(float inv_t, int vocab) {
+Sampler::Candidates Sampler::nucleus(float inv_t, int vocab) {
   order_.resize(vocab);
   std::iota(order_.begin(), order_.end(), 0);
   const int k = o_.top_k > 0 && o_.top_k < vocab ? o_.top_k : vocab;
@@ -84,14 +102,14 @@ int Sampler::sample_nucleus(float inv_t, int vocab) {
   std::partial_sort(order_.begin(), order_.begin() + k, order_.end(), better);
   order_.resize(k);
   const float top = work_[order_[0]];
-  std::vector<double> p(k);
+  weights_.resize(k);
   double sum = 0;
-  for (int i = 0; i < k; ++i) sum += p[i] = std::exp(double(work_[order_[i]] - top) * inv_t);
+  for (int i = 0; i < k; ++i) sum += weights_[i] = std::exp(double(work_[order_[i]] - top) * inv_t);
   int keep = k;
   if (o_.top_p < 1.f) {
     double cum = 0;
     for (int i = 0; i < k; ++i) {
-      cum += p[i] / sum;
+      cum += weights_[i] / sum;
       if (cum >= o_.top_p) {
         keep = i + 1;
         break;
@@ -99,13 +117,8 @@ int Sampler::sample_nucleus(float inv_t, int vocab) {
     }
   }
   double kept = 0;
-  for (int i = 0; i < keep; ++i) kept += p[i];
-  double r = double(rng_.uniform()) * kept;
-  for (int i = 0; i < keep; ++i) {
-    r -= p[i];
-    if (r < 0) return order_[i];
-  }
-  return order_[keep - 1];
+  for (int i = 0; i < keep; ++i) kept += weights_[i];
+  return {false, keep, kept};
 }
 
 }  // namespace attnlens::generate

@@ -1,5 +1,5 @@
-// The decoder-only transformer shared by every causal language model here (seed 004 §"Decoder-Only
-// Models"):
+// The decoder-only transformer shared by every causal language model here (Radford et al. 2018/2019,
+// GPT and GPT-2; Touvron et al. 2023, Llama):
 //
 //   x₀ = E[token]·s (s = √d_model for Gemma, else 1) (+ P[pos] for learned positions)
 //   xₗ₊₁ = Block(xₗ)        pre-norm: x + Attn(Norm(x)), then x + FFN(Norm(x)); causal, KV-cached;

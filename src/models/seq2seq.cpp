@@ -1,4 +1,4 @@
-// The encoder–decoder Transformer of "Attention Is All You Need" (seed 004), AttnLens's own format
+// The encoder–decoder Transformer of "Attention Is All You Need" (Vaswani et al. 2017), AttnLens's own format
 // (config model_type "attnlens-seq2seq"; tensor names as torch.nn.Transformer's state_dict):
 //
 //   encoder:  x = E[src]·√d + PE;  N × EncoderLayer (self-attention, FFN);  memory = Norm(x)

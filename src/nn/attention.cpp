@@ -1,10 +1,12 @@
 #include "nn/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "kernels/kernels.h"
 #include "nn/linear.h"
 
@@ -78,17 +80,26 @@ void scaled_dot_product_attention(const AttentionInput& in, const AttentionShape
   const int group = shape.n_heads / shape.n_kv_heads;
   const float scale = shape.score_scale();
 
+  // Work split over threads (core/parallel.h): a task is one head's block of up to kQueryBlock
+  // queries, fixed by the shape alone, so every row is computed the same way whatever the threads.
+  // Rows that are not recorded are scored in a per-thread scratch row.
+  constexpr int kQueryBlock = 16;
+  const int blocks = (n + kQueryBlock - 1) / kQueryBlock;
+  const size_t row = size_t(m) + 1;
   thread_local std::vector<float> scratch;
-  if (scratch.size() < size_t(m) + 1) scratch.resize(size_t(m) + 1);
+  const size_t need = out.weights && !out.head_mask ? 0 : row * size_t(parallel::slots());
+  if (scratch.size() < need) scratch.resize(need);
+  float* rows = scratch.data();
 
-  for (int h = 0; h < shape.n_heads; ++h) {
+  parallel::for_each_slot(shape.n_heads * blocks, [&](int task, int slot) noexcept {
+    const int h = task / blocks, i0 = (task % blocks) * kQueryBlock, i1 = std::min(n, i0 + kQueryBlock);
     const int g = h / group;
     const bool record = out.weights && (!out.head_mask || out.head_mask[h]);
-    for (int i = 0; i < n; ++i) {
+    for (int i = i0; i < i1; ++i) {
       const KeyRange r = visible_keys(mask, i, m);
       const int count = r.end - r.first;
       // Score straight into the caller's weights row when recording: no extra copy.
-      float* p = record ? out.weights + (size_t(h) * n + i) * m : scratch.data();
+      float* p = record ? out.weights + (size_t(h) * n + i) * m : rows + row * size_t(slot);
       float* o = out.out + size_t(i) * out.out_stride + h * hd;
       const float* kh = in.k + size_t(r.first) * in.kv_stride + g * hd;  // key r.first of kv head g
       kernels::attention_scores(in.q + size_t(i) * in.q_stride + h * hd, kh, size_t(in.kv_stride), hd, count, scale,
@@ -108,7 +119,7 @@ void scaled_dot_product_attention(const AttentionInput& in, const AttentionShape
       kernels::attention_values(p + r.first, in.v + size_t(r.first) * in.kv_stride + g * hd, size_t(in.kv_stride), hd,
                                 count, o);
     }
-  }
+  });
 }
 
 void attention(const AttentionInput& in, const AttentionMask& mask, float* out, float* weights) {

@@ -1,4 +1,4 @@
-// Scaled dot-product attention (seed 001 §"Scaled Dot-Product Attention"):
+// Scaled dot-product attention (Vaswani et al. 2017, "Attention Is All You Need", §3.2.1):
 //
 //   Attention(Q, K, V) = softmax(cap(scale · Q·Kᵀ) + mask + bias) · V,   scale = 1/√d_k by default
 //

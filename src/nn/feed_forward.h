@@ -1,4 +1,5 @@
-// The position-wise feed-forward network of every transformer layer (seed 002 §"Feedforward MLP"):
+// The position-wise feed-forward network of every transformer layer (Vaswani et al. 2017, §3.3;
+// gated variants: Shazeer 2020, "GLU Variants Improve Transformer"):
 //   plain:  FFN(x) = down(act(up·x + b1)) + b2              act = ReLU (original), GELU (GPT-2, BERT)
 //   gated:  FFN(x) = down(act(gate·x) ⊙ up·x)               SwiGLU: act = SiLU (Llama: gate = w1, up = w3,
 //                                                            down = w2); GeGLU: act = GELU (T5 v1.1 / Flan-T5

@@ -1,5 +1,6 @@
 // Keys and values of every past position, per layer, so that decoding one token costs one row of
-// attention instead of recomputing the prefix (seed 001 §"Training vs Inference").
+// attention instead of recomputing the prefix (the causal mask of Vaswani et al. 2017, §3.2.3, is what
+// makes the keys and values of past positions reusable).
 //
 // The cache grows with use: memory for positions is allocated when reserve() asks for them (doubling,
 // up to the capacity), not for the whole context up front, so a model with a long context costs

@@ -1,4 +1,4 @@
-// Transformer layers (seed 002 §"Transformer Encoder Layer", seed 004 §"Encoder/Decoder Stack").
+// Transformer layers (Vaswani et al. 2017, §3.1: the encoder and decoder stacks).
 //
 // Encoder layer:  self-attention → FFN, each wrapped in a residual connection and a LayerNorm.
 // Decoder layer:  masked self-attention → cross-attention to the encoder output → FFN.

@@ -1,24 +1,78 @@
 #include "nn/linear.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "kernels/kernels.h"
 
 namespace attnlens::nn {
 
-void linear(const Linear& l, const float* x, int n, float* y) {
-  const int in = l.w.cols, out = l.w.rows;
-  switch (l.w.dtype) {
+namespace {
+
+// y[n, count] = x[n, in] · W[first … first + count)ᵀ + b[first …], in W's dtype (a row block of a
+// block-quantized matrix is whole rows of blocks).
+void linear_rows(const Linear& l, int first, int count, const float* x, int n, float* y) {
+  const Matrix w = first == 0 && count == l.w.rows ? l.w : row_block(l.w, first, count);
+  const float* b = l.b ? l.b + first : nullptr;
+  const int in = w.cols;
+  switch (w.dtype) {
     case DType::F32: {
-      const auto* w = static_cast<const float*>(l.w.data);
-      if (n == 1) kernels::matvec(x, w, l.b, y, in, out);
-      else kernels::matmul(x, w, l.b, y, n, in, out);
+      const auto* f = static_cast<const float*>(w.data);
+      if (n == 1) kernels::matvec(x, f, b, y, in, count);
+      else kernels::matmul(x, f, b, y, n, in, count);
       return;
     }
-    case DType::F16: kernels::matmul_f16(x, static_cast<const uint16_t*>(l.w.data), l.b, y, n, in, out); return;
-    case DType::BF16: kernels::matmul_bf16(x, static_cast<const uint16_t*>(l.w.data), l.b, y, n, in, out); return;
-    default: kernels::matmul_q(l.w.dtype, x, static_cast<const uint8_t*>(l.w.data), l.b, y, n, in, out); return;
+    case DType::F16: kernels::matmul_f16(x, static_cast<const uint16_t*>(w.data), b, y, n, in, count); return;
+    case DType::BF16: kernels::matmul_bf16(x, static_cast<const uint16_t*>(w.data), b, y, n, in, count); return;
+    default: kernels::matmul_q(w.dtype, x, static_cast<const uint8_t*>(w.data), b, y, n, in, count); return;
+  }
+}
+
+}  // namespace
+
+RowSplit row_split(int rows, int n) {
+  // Up to 24 tasks (a balanced share for 1, 2, 3, 4, 6 or 8 threads, and spare ones for a thread
+  // that another process slows down), each at least 32 rows (decode: long enough streams through W)
+  // or 64 (prefill: every task packs x again), a multiple of 4 (the kernels' 4-row passes).
+  constexpr int kMaxTasks = 24;
+  int r = std::max((rows + kMaxTasks - 1) / kMaxTasks, n == 1 ? 32 : 64);
+  r = (r + 3) / 4 * 4;
+  return RowSplit{r, rows > 0 ? (rows + r - 1) / r : 0};
+}
+
+void linear(const Linear& l, const float* x, int n, float* y) {
+  const int out = l.w.rows;
+  const RowSplit split = row_split(out, n);
+  if (split.tasks <= 1) return linear_rows(l, 0, out, x, n, y);
+  if (n == 1) {
+    parallel::for_each(split.tasks, [&](int t) noexcept {
+      const int first = t * split.rows;
+      linear_rows(l, first, std::min(split.rows, out - first), x, 1, y + first);
+    });
+    return;
+  }
+  // The kernels write rows of `count` outputs: each block goes to its own part of a scratch buffer
+  // ([rows][count] at rows·first), then its columns are placed in y. At most 1 Mi floats of scratch:
+  // x is taken in chunks of rows (the output projection's 32000 columns: 32 rows at a time).
+  const int chunk = std::max(1, std::min(n, (1 << 20) / out));
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < size_t(chunk) * out) scratch.resize(size_t(chunk) * out);
+  float* tmp = scratch.data();
+  for (int i0 = 0; i0 < n; i0 += chunk) {
+    const int rows = std::min(chunk, n - i0);
+    const float* xc = x + size_t(i0) * l.w.cols;
+    float* yc = y + size_t(i0) * out;
+    parallel::for_each(split.tasks, [&](int t) noexcept {
+      const int first = t * split.rows, count = std::min(split.rows, out - first);
+      float* block = tmp + size_t(rows) * first;
+      linear_rows(l, first, count, xc, rows, block);
+      for (int i = 0; i < rows; ++i)
+        std::memcpy(yc + size_t(i) * out + first, block + size_t(i) * count, sizeof(float) * count);
+    });
   }
 }
 

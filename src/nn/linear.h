@@ -32,8 +32,18 @@ struct Linear {
   bool empty() const { return w.empty(); }
 };
 
-// y[n, out] = x[n, in] · Wᵀ + b: matmul for prefill, matvec for a single token.
+// y[n, out] = x[n, in] · Wᵀ + b: matmul for prefill, matvec for a single token. Split over the
+// calling thread's threads (core/parallel.h) in blocks of rows of W fixed by row_split(): the result
+// is the same, bit for bit, whatever the number of threads.
 void linear(const Linear& l, const float* x, int n, float* y);
+
+// How linear() splits a matrix of `rows` rows for n input rows: `tasks` blocks of `rows` rows each
+// (the last one shorter). Depends on the shape only.
+struct RowSplit {
+  int rows = 0;
+  int tasks = 0;
+};
+RowSplit row_split(int rows, int n);
 
 // Copies row `index` of an embedding table [rows, cols] into out[cols] (widened / dequantized).
 void embedding_row(const Matrix& table, int index, float* out);

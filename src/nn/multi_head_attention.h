@@ -1,4 +1,4 @@
-// Multi-head attention (seed 001 §"Multi-Head Attention", seed 002):
+// Multi-head attention (Vaswani et al. 2017, "Attention Is All You Need", §3.2.2):
 //
 //   head_h = softmax(Q_h K_hᵀ / √d_k) V_h,   Q_h = X W_h^Q,  K_h = X W_h^K,  V_h = X W_h^V
 //   MHA(X) = Concat(head_1, …, head_h) W^O

@@ -1,4 +1,5 @@
-// Positional schemes (seeds 000 §"Positional information", 001 §"Positional Encoding"):
+// Positional schemes (sinusoidal: Vaswani et al. 2017, §3.5; RoPE: Su et al. 2021, RoFormer; ALiBi: Press
+// et al. 2022; T5 buckets: Raffel et al. 2020):
 //   learned absolute embeddings  — a table row added to the token embedding (see models; embedding_row)
 //   sinusoidal encodings         — PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(same)
 //   RoPE                         — rotate pairs of q/k dims by pos·θ_i, θ_i = base^(-2i/head_dim)

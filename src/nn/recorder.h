@@ -1,5 +1,5 @@
-// Attention weights as a first-class output (seed 000: "this softmax output is the attention weight
-// matrix — it holds the interpretable attention values").
+// Attention weights as a first-class output: the post-softmax matrix of every head is what the
+// explorer shows (the "attention weights" of Vaswani et al. 2017, §3.2.1).
 //
 // A model given a recorder hands each attention call a slot to write its post-softmax weights into;
 // without one, attention writes nothing beyond its scratch row. A slot holds one forward call's

@@ -9,6 +9,8 @@
 #include "core/limits.h"
 #include "formats/model_file.h"
 #include "models/registry.h"
+#include "runtime/gguf_tokenizer.h"
+#include "runtime/sentencepiece_tokenizer.h"
 #include "runtime/tokenizer_config.h"
 
 namespace attnlens::runtime {
@@ -62,112 +64,6 @@ std::vector<int> all_ids(const nlohmann::json& j, const char* key) {
   return out;
 }
 
-// Typed reads of GGUF tokenizer metadata: a wrong type is an error naming the file and the key.
-struct MetaReader {
-  const nlohmann::json& meta;
-  const std::string& source;
-
-  const nlohmann::json* find(const char* key) const {
-    auto it = meta.find(key);
-    return it == meta.end() ? nullptr : &*it;
-  }
-  bool boolean(const char* key, bool fallback) const {
-    const nlohmann::json* v = find(key);
-    if (!v) return fallback;
-    AL_CHECK(v->is_boolean(), source, ": ", key, " must be a bool, got ", json_brief(*v));
-    return v->get<bool>();
-  }
-  // A token id: an integer in [-1, vocab limit); `fallback` when absent.
-  int id(const char* key, int fallback) const {
-    const nlohmann::json* v = find(key);
-    if (!v) return fallback;
-    AL_CHECK(v->is_number_integer() && v->get<int64_t>() >= -1 && v->get<int64_t>() < limits::kMaxVocab, source, ": ", key,
-             " must be a token id, got ", json_brief(*v));
-    return v->get<int>();
-  }
-  std::string string(const char* key) const {
-    const nlohmann::json* v = find(key);
-    AL_CHECK(v && v->is_string(), source, ": ", key, " must be a string, got ", v ? json_brief(*v) : "nothing");
-    return v->get<std::string>();
-  }
-  // An array (of at most `limit` values); null when absent and not required.
-  const nlohmann::json* array(const char* key, size_t limit, bool required) const {
-    const nlohmann::json* v = find(key);
-    AL_CHECK(v || !required, source, ": ", key, " is missing");
-    if (!v) return nullptr;
-    AL_CHECK(v->is_array(), source, ": ", key, " must be an array, got ", json_brief(*v));
-    AL_CHECK(v->size() <= limit, source, ": ", key, " has ", v->size(), " values (at most ", limit, ")");
-    return v;
-  }
-  template <class T, class Check>
-  std::vector<T> values(const char* key, const nlohmann::json& list, const char* type, Check ok) const {
-    std::vector<T> out;
-    out.reserve(list.size());
-    for (size_t i = 0; i < list.size(); ++i) {
-      AL_CHECK(ok(list[i]), source, ": ", key, "[", i, "] must be ", type, ", got ", json_brief(list[i]));
-      out.push_back(list[i].get<T>());
-    }
-    return out;
-  }
-};
-
-// GGUF keeps the tokenizer in its metadata: SentencePiece BPE ("llama") or byte-level BPE ("gpt2",
-// rebuilt as the tokenizer.json it came from).
-std::unique_ptr<Tokenizer> gguf_tokenizer(const nlohmann::json& meta, const std::string& source) {
-  if (!meta.contains("tokenizer.ggml.model")) return nullptr;
-  const MetaReader m{meta, source};
-  const std::string kind = m.string("tokenizer.ggml.model");
-  const nlohmann::json& tokens = *m.array("tokenizer.ggml.tokens", limits::kMaxVocab, true);
-  auto is_string = [](const nlohmann::json& x) {
-    return x.is_string() && x.get_ref<const std::string&>().size() <= size_t(limits::kMaxTokenBytes);
-  };
-  auto is_type = [](const nlohmann::json& x) { return x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= 255; };
-  const nlohmann::json* types = m.array("tokenizer.ggml.token_type", limits::kMaxVocab, false);
-  if (kind == "llama") {
-    std::vector<std::string> pieces = m.values<std::string>("tokenizer.ggml.tokens", tokens, "a string of at most 65536 bytes", is_string);
-    std::vector<float> scores;
-    std::vector<int> token_types;
-    if (const nlohmann::json* s = m.array("tokenizer.ggml.scores", limits::kMaxVocab, false))
-      scores = m.values<float>("tokenizer.ggml.scores", *s, "a number", [](const nlohmann::json& x) { return x.is_number(); });
-    if (types) token_types = m.values<int>("tokenizer.ggml.token_type", *types, "a token type (0..255)", is_type);
-    return make_sentencepiece_tokenizer(std::move(pieces), std::move(scores), std::move(token_types),
-                                        m.id("tokenizer.ggml.bos_token_id", 1), m.id("tokenizer.ggml.eos_token_id", 2),
-                                        m.id("tokenizer.ggml.unknown_token_id", 0), m.boolean("tokenizer.ggml.add_bos_token", true),
-                                        m.boolean("tokenizer.ggml.add_space_prefix", true));
-  }
-  if (kind == "gpt2") {
-    nlohmann::json tj;
-    nlohmann::json vocab = nlohmann::json::object();
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      AL_CHECK(is_string(tokens[i]), source, ": tokenizer.ggml.tokens[", i, "] must be a string of at most 65536 bytes, got ",
-               json_brief(tokens[i]));
-      vocab[tokens[i].get<std::string>()] = i;
-    }
-    nlohmann::json merges = nlohmann::json::array();
-    if (const nlohmann::json* list = m.array("tokenizer.ggml.merges", limits::kMaxMerges, false)) merges = *list;
-    tj["model"] = {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", std::move(merges)}};
-    tj["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
-    tj["decoder"] = {{"type", "ByteLevel"}};
-    nlohmann::json added = nlohmann::json::array();
-    if (types) {
-      for (size_t i = 0; i < types->size() && i < tokens.size(); ++i) {
-        AL_CHECK(is_type((*types)[i]), source, ": tokenizer.ggml.token_type[", i, "] must be a token type (0..255), got ",
-                 json_brief((*types)[i]));
-        if ((*types)[i].get<int>() == 3) added.push_back({{"id", i}, {"content", tokens[i]}, {"special", true}});
-      }
-    }
-    tj["added_tokens"] = std::move(added);
-    std::string text;
-    try {
-      text = tj.dump();
-    } catch (const nlohmann::json::type_error&) {  // 316: a string that is not UTF-8
-      fail(source, ": tokenizer.ggml.tokens or tokenizer.ggml.merges holds a string that is not valid UTF-8");
-    }
-    return load_hf_tokenizer(text, source + " (its tokenizer as a tokenizer.json)");
-  }
-  fail(source, ": unsupported GGUF tokenizer model \"", brief_name(kind), "\" (supported: llama, gpt2)");
-}
-
 // The files of one checkpoint, sorted by role.
 struct Roles {
   const File* llama2c = nullptr;
@@ -177,6 +73,9 @@ struct Roles {
   const File* index = nullptr;
   const File* config = nullptr;
   const File* tokenizer_json = nullptr;
+  const File* spm = nullptr;         // a SentencePiece model (spiece.model, Marian's source.spm, ...)
+  const File* spm_target = nullptr;  // Marian's target.spm
+  const File* vocab_json = nullptr;  // Marian's vocab.json (piece -> id), used with a SentencePiece model
   const File* generation_config = nullptr;
   // The tokenizer's configuration (tokenizer_config.h).
   const File* tokenizer_config = nullptr;
@@ -237,6 +136,7 @@ Roles classify(const std::vector<FilePtr>& files) {
         else if (name == "tokenizer_config.json") assign(r.tokenizer_config, f, "tokenizer_config.json");
         else if (name == "special_tokens_map.json") assign(r.special_tokens_map, f, "special_tokens_map.json");
         else if (name == "chat_template.json") assign(r.chat_template_json, f, "chat_template.json");
+        else if (name == "vocab.json") assign(r.vocab_json, f, "vocab.json");
         else {  // by content: a tokenizer.json has "model"; a config.json "architectures" or "model_type";
                 // a tokenizer_config.json "tokenizer_class", "chat_template" or "added_tokens_decoder"
           nlohmann::json j = parse_json(f);
@@ -248,17 +148,25 @@ Roles classify(const std::vector<FilePtr>& files) {
         }
         break;
       }
+      case FileKind::SentencePieceModel:
+        if (name == "target.spm") assign(r.spm_target, f, "target.spm");
+        else assign(r.spm, f, "SentencePiece model");
+        break;
       case FileKind::Unknown:
-        if (name.size() > 4 && (name.compare(name.size() - 4, 4, ".spm") == 0 ||
-                                (name.size() > 6 && name.compare(name.size() - 6, 6, ".model") == 0)))
-          fail(f.name, ": a SentencePiece model (Marian's source.spm / target.spm, T5's and ALBERT's spiece.model) — ",
-               "not supported yet; give the model's tokenizer.json if it has one, or run it from token ids without ",
-               "this file");
+        // A file named as a SentencePiece model that does not read as one: say what is wrong with it.
+        if (ends_with(name, ".model") || ends_with(name, ".spm")) read_sentencepiece_model(bytes_of(f));
         fail(f.name, ": not a model file AttnLens recognises (", f.bytes.size(),
-             " bytes; expected a llama2.c checkpoint or tokenizer.bin, a GGUF file, safetensors, or JSON)");
+             " bytes; expected a llama2.c checkpoint or tokenizer.bin, a GGUF file, safetensors, JSON, or a SentencePiece .model)");
     }
   }
   return r;
+}
+
+// The SentencePiece model of the files (Marian's when a vocab.json comes with it).
+std::unique_ptr<Tokenizer> spm_tokenizer(const Roles& r) {
+  const SentencePieceModelProto m = read_sentencepiece_model(bytes_of(*r.spm));
+  if (!r.vocab_json) return make_sentencepiece_model_tokenizer(m);
+  return make_marian_tokenizer(m, parse_json(*r.vocab_json), r.vocab_json->name);
 }
 
 void set_prompt_format(const models::Model& model, const Tokenizer* tok, const nlohmann::json& config,
@@ -501,7 +409,11 @@ std::unique_ptr<Tokenizer> load_tokenizer(const File& file, int vocab_size) {
       AL_CHECK(t, file.name, ": this GGUF has no tokenizer");
       return t;
     }
-    default: fail(file.name, ": not a tokenizer (expected tokenizer.bin, tokenizer.json or a GGUF)");
+    case FileKind::SentencePieceModel: return load_sentencepiece_model(bytes_of(file));
+    default:
+      if (ends_with(base_name(file.name), ".model") || ends_with(base_name(file.name), ".spm"))
+        read_sentencepiece_model(bytes_of(file));  // says what is wrong with it
+      fail(file.name, ": not a tokenizer (expected tokenizer.bin, tokenizer.json, a SentencePiece .model or a GGUF)");
   }
   });
 }
@@ -512,12 +424,14 @@ LoadedTokenizer load_tokenizer_files(const std::vector<FilePtr>& files, int voca
   AL_CHECK(!r.llama2c && r.safetensors.empty() && !r.index && !r.config, "a tokenizer was asked for, but model files (",
            r.llama2c ? r.llama2c->name : !r.safetensors.empty() ? r.safetensors[0]->name : r.index ? r.index->name : r.config->name,
            ") were given: give the tokenizer file and its configuration files");
-  const File* main = r.tokenizer_json ? r.tokenizer_json : r.llama_tokenizer_bin ? r.llama_tokenizer_bin : r.gguf;
-  AL_CHECK(main, "no tokenizer among the files given (expected tokenizer.json, tokenizer.bin or a GGUF)");
-  AL_CHECK(int(!!r.tokenizer_json) + int(!!r.llama_tokenizer_bin) + int(!!r.gguf) == 1,
-           "several tokenizers were given: give one (tokenizer.json, tokenizer.bin or a GGUF) and its configuration files");
+  const File* main = r.tokenizer_json ? r.tokenizer_json : r.llama_tokenizer_bin ? r.llama_tokenizer_bin
+                   : r.spm ? r.spm : r.spm_target ? r.spm_target : r.gguf;
+  AL_CHECK(main, "no tokenizer among the files given (expected tokenizer.json, tokenizer.bin, a SentencePiece .model or a GGUF)");
+  AL_CHECK(int(!!r.tokenizer_json) + int(!!r.llama_tokenizer_bin) + int(!!r.gguf) + int(!!r.spm) + int(!!r.spm_target) == 1,
+           "several tokenizers were given: give one (tokenizer.json, tokenizer.bin, a SentencePiece .model or a GGUF) and ",
+           "its configuration files");
   LoadedTokenizer out;
-  out.tokenizer = load_tokenizer(*main, vocab_size);
+  out.tokenizer = main == r.spm ? in_file(r.spm->name, [&] { return spm_tokenizer(r); }) : load_tokenizer(*main, vocab_size);
   if (r.gguf) out.config = read_gguf_tokenizer_config(read_gguf(bytes_of(*r.gguf)).config, r.gguf->name);
   const nlohmann::json tc = read_config_files(r, out.config);
   out.flags = apply_config(r, out.config, tc, out.tokenizer.get());
@@ -584,6 +498,12 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
   // The tokenizer reads the model's input: the encoder's vocabulary (source_vocab_size) for an
   // encoder–decoder; a separate target tokenizer must fit the decoder's (vocab_size).
   const models::ModelInfo& mi = out->model_->info();
+  AL_CHECK(!(r.tokenizer_json && r.spm), "two tokenizers were given: ", r.tokenizer_json ? r.tokenizer_json->name : "", " and ",
+           r.spm ? r.spm->name : "", " (give one)");
+  if (r.spm_target)
+    fail(r.spm_target->name, ": a separate target vocabulary (Marian's target.spm) needs an encoder-decoder model that ",
+         "reads its output with a second tokenizer");
+  if (r.spm) out->tokenizer_ = in_file(r.spm->name, [&] { return spm_tokenizer(r); });
   if (r.tokenizer_json)
     out->tokenizer_ = in_file(r.tokenizer_json->name, [&] {
       return load_hf_tokenizer(

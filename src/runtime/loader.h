@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/byte_buffer.h"
 #include "generate/generator.h"
 #include "models/model.h"
 #include "models/weights.h"
@@ -25,8 +26,8 @@
 namespace attnlens::runtime {
 
 struct File {
-  std::string name;            // file name (a path's last component is enough), for messages and roles
-  std::vector<uint8_t> bytes;  // the whole file
+  std::string name;  // file name (a path's last component is enough), for messages and roles
+  ByteBuffer bytes;  // the whole file (may pass 2 GB in wasm32, unlike a std::vector)
 };
 using FilePtr = std::shared_ptr<const File>;
 

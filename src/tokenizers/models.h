@@ -121,6 +121,14 @@ class WordPieceModel final : public Model {
   int unk_ = -1, max_chars_;
 };
 
+// Kinds of pieces as sentencepiece's models treat them (SentencePiece.Type).
+enum class SpmPiece : uint8_t {
+  Normal,       // NORMAL
+  UserDefined,  // USER_DEFINED: matched whole wherever it occurs
+  Unused,       // UNUSED: a BPE merge may form it (then split again); Unigram never matches it
+  Reserved,     // CONTROL, UNKNOWN, BYTE: never matched in text
+};
+
 // --- Unigram -------------------------------------------------------------------------------------
 struct UnigramConfig {
   std::vector<std::pair<std::string, double>> vocab;  // (piece, log probability), index = id
@@ -133,6 +141,12 @@ struct UnigramConfig {
   // The score unknown characters are charged, minus 10: NaN means the lowest score of any piece (HF);
   // sentencepiece takes the lowest score of its normal pieces.
   double min_score = std::numeric_limits<double>::quiet_NaN();
+  // sentencepiece's piece kinds, index = id (empty: every piece is matched with its score, as HF
+  // does): Reserved and Unused pieces are never matched in text; a UserDefined piece of n bytes
+  // scores n × max_score − 0.1 (unigram_model.cc), max_score being the best NORMAL score (at least
+  // FLT_MIN, sentencepiece's initial value).
+  std::vector<SpmPiece> kinds;
+  double max_score = 0;
 };
 
 // The most likely segmentation (Viterbi over the pieces' scores), as HF's Unigram::encode_optimized:
@@ -151,6 +165,7 @@ class UnigramModel final : public Model {
   Vocab vocab_;
   ByteTokens bytes_;
   std::vector<double> scores_;
+  std::vector<uint8_t> matchable_;  // empty: every piece; else 0 for pieces never matched in text
   double unk_score_ = 0;
   int unk_ = -1;
   bool byte_fallback_, fuse_unk_, float32_;

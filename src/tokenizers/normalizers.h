@@ -103,10 +103,11 @@ class PrecompiledNormalizer final : public Normalizer {
  public:
   explicit PrecompiledNormalizer(std::string charsmap);
   std::string normalize(std::string_view text) const override;
+  // Longest match at text[pos...]: its length (0 if none) and the replacement (a view into the
+  // charsmap). sentencepiece's whole normalizer (SentencePieceNormalizer) steps with it.
+  size_t longest_match(std::string_view text, size_t pos, std::string_view& replacement) const;
 
  private:
-  // Longest match at text[pos...]: its length (0 if none) and the replacement.
-  size_t longest_match(std::string_view text, size_t pos, std::string_view& replacement) const;
   std::string blob_;
   std::vector<uint32_t> units_;
   std::string_view strings_;

@@ -93,6 +93,10 @@ PipelineTokenizer::PipelineTokenizer(Pipeline p) : p_(std::move(p)) {
     AL_CHECK(id >= -1 && id < int(n), p_.kind, " tokenizer: special token id ", id, " is outside the vocabulary (size ", n, ")");
   for (int id : {p_.ids.bos, p_.ids.eos, p_.ids.pad})
     if (id >= 0) special_[size_t(id)] = 1;
+  for (int id : p_.control) {
+    AL_CHECK(id >= 0 && id < int(n), p_.kind, " tokenizer: control token id ", id, " is outside the vocabulary (size ", n, ")");
+    special_[size_t(id)] = 1;
+  }
   if (p_.post_processor) p_.post_processor->check_ids(int(n));
   if (p_.limits.pad)
     AL_CHECK(p_.limits.pad_id >= 0 && p_.limits.pad_id < int(n), "padding id ", p_.limits.pad_id,

@@ -117,6 +117,8 @@ struct Pipeline {
   std::unique_ptr<PostProcessor> post_processor;  // optional: no ids added
   std::unique_ptr<Decoder> decoder;               // optional: token strings concatenated
   std::vector<AddedToken> added;                  // matched in the text before the model
+  std::vector<int> control;                       // special ids never matched in text (sentencepiece
+                                                  // CONTROL pieces): decode drops them
   SpecialIds ids;                                 // -1: none
   Limits limits;
   std::string kind;                               // Tokenizer::kind(); "" derives one from the parts

@@ -75,7 +75,7 @@ class SentencePieceBpe final : public VocabTokenizer {
   void push_unknown(std::vector<int>& out) const;
 
   SpacePrefix space_prefix_;
-  bool byte_fallback_, fuse_unk_;
+  bool byte_fallback_, fuse_unk_, marker_is_space_;
   std::vector<int> byte_token_;  // byte value -> token id, -1 if absent
   std::vector<int> byte_value_;  // token id -> byte value, -1 for other tokens
   std::vector<int> score_rank_;  // rank of each token's score (0 = best), -1: never merged
@@ -89,7 +89,7 @@ VocabSpec SentencePieceBpe::spaced(VocabSpec v) {
 
 SentencePieceBpe::SentencePieceBpe(SentencePieceConfig cfg)
     : VocabTokenizer("sentencepiece-bpe", spaced(std::move(cfg.vocab))), space_prefix_(cfg.space_prefix),
-      byte_fallback_(cfg.byte_fallback), fuse_unk_(cfg.fuse_unk) {
+      byte_fallback_(cfg.byte_fallback), fuse_unk_(cfg.fuse_unk), marker_is_space_(cfg.marker_is_space) {
   init_bytes(cfg.token_types);
   init_scores(cfg.scores);
 }
@@ -160,7 +160,11 @@ void SentencePieceBpe::initial_symbols(std::string_view text, std::vector<int>& 
 
 void SentencePieceBpe::encode_text(std::string_view text, bool at_start, std::vector<int>& out) const {
   if (text.empty()) return;
-  std::string buf;
+  std::string buf, spaced_text;
+  if (marker_is_space_ && text.find(kSpaceMarker) != std::string_view::npos) {
+    spaced_text = with_spaces(text);
+    text = spaced_text;
+  }
   const bool prefix = space_prefix_ == SpacePrefix::Always || (space_prefix_ == SpacePrefix::First && at_start);
   if (prefix) {  // llama2.c: the dummy prefix " " when the text is non-empty
     buf.reserve(text.size() + 1);
@@ -239,6 +243,14 @@ std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(std::vector<std::string>
     const int type = token_types[size_t(id)];
     AL_CHECK(type >= tok::kNormal && type <= tok::kByte, "GGUF tokenizer: token ", id, " has unknown type ", type);
     if (type == tok::kControl || type == tok::kUnused) cfg.vocab.special.push_back(id);
+    // llama.cpp (special tokens parsed) also splits control and unknown tokens out of the text.
+    if ((type == tok::kControl || type == tok::kUnknown) && !pieces[size_t(id)].empty()) {
+      tok::AddedToken t;
+      t.id = id;
+      t.content = pieces[size_t(id)];
+      t.special = true;
+      cfg.vocab.added.push_back(std::move(t));
+    }
     if (type == tok::kUnknown && unk < 0) cfg.vocab.ids.unk = id;
     // llama.cpp matches user-defined tokens in the text before running the SentencePiece model.
     if (type == tok::kUserDefined && !pieces[size_t(id)].empty()) {
@@ -258,6 +270,7 @@ std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(std::vector<std::string>
   cfg.scores = std::move(scores);
   cfg.token_types = std::move(token_types);
   cfg.space_prefix = add_space_prefix ? tok::SpacePrefix::Always : tok::SpacePrefix::None;
+  cfg.marker_is_space = true;
   return tok::make_sentencepiece_bpe(std::move(cfg));
 }
 

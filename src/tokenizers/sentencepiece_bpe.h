@@ -24,6 +24,7 @@ struct SentencePieceConfig {
   SpacePrefix space_prefix = SpacePrefix::Always;
   bool byte_fallback = true;  // characters missing from the vocabulary become <0xXX> tokens (else unk)
   bool fuse_unk = false;      // consecutive unk tokens become one (HF)
+  bool marker_is_space = false;  // a "▁" typed in the text is a space (llama.cpp writes spaces as "▁")
 };
 
 std::unique_ptr<Tokenizer> make_sentencepiece_bpe(SentencePieceConfig cfg);

@@ -37,6 +37,16 @@ UnigramModel::UnigramModel(UnigramConfig c)
     scores_.push_back(c.float32_scores ? double(float(s)) : s);
     min_score = std::min(min_score, s);
   }
+  if (!c.kinds.empty()) {
+    AL_CHECK(c.kinds.size() == n, "Unigram: ", c.kinds.size(), " piece kinds for ", n, " pieces");
+    matchable_.assign(n, 1);
+    for (size_t id = 0; id < n; ++id) {
+      const SpmPiece k = c.kinds[id];
+      if (k == SpmPiece::Reserved || k == SpmPiece::Unused) matchable_[id] = 0;
+      // float length × float max_score, then a double - 0.1, as sentencepiece computes it
+      if (k == SpmPiece::UserDefined) scores_[id] = double(float(c.vocab[id].first.size()) * float(c.max_score)) - 0.1;
+    }
+  }
   if (!std::isnan(c.min_score)) min_score = c.min_score;
   unk_score_ = float32_ ? double(float(min_score) - float(kUnkPenalty)) : min_score - kUnkPenalty;
 
@@ -55,7 +65,7 @@ UnigramModel::UnigramModel(UnigramConfig c)
     const Work w = queue[q];
     uint32_t lo = w.lo;
     while (lo < w.hi && pieces[order[lo]].size() == w.depth) {  // pieces ending here (first id wins)
-      if (nodes_[w.node].piece < 0) nodes_[w.node].piece = int(order[lo]);
+      if (nodes_[w.node].piece < 0 && (matchable_.empty() || matchable_[order[lo]])) nodes_[w.node].piece = int(order[lo]);
       ++lo;
     }
     nodes_[w.node].first_child = uint32_t(edges_.size());
@@ -130,7 +140,7 @@ void UnigramModel::encode_word(std::string_view word, std::vector<int>& out) con
   for (size_t k = tokens.size(); k-- > 0;) {
     const std::string_view piece = word.substr(tokens[k].first, tokens[k].second - tokens[k].first);
     const int id = vocab_.find(piece);
-    if (id >= 0) {
+    if (id >= 0 && (matchable_.empty() || matchable_[size_t(id)])) {
       out.push_back(id);
     } else if (byte_fallback_ && bytes_.all_present(piece)) {
       for (char c : piece) out.push_back(bytes_.id[uint8_t(c)]);

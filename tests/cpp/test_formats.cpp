@@ -156,7 +156,7 @@ struct Buf {
 
 // ---- llama2.c -------------------------------------------------------------------------------------
 
-// Where each array of ../shared/models/README.md's checkpoint layout starts, in floats after the header.
+// Where each array of the checkpoint layout (src/formats/model_file.h, read_llama2c) starts, in floats after the header.
 struct Llama2cLayout {
   int64_t dim, hidden, layers, heads, kv_heads, vocab, seq_len;
   bool shared;

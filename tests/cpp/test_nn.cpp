@@ -14,6 +14,7 @@
 #include "nn/layers.h"
 #include "nn/positions.h"
 #include "nn/recorder.h"
+#include "kernels/kernels.h"
 #include "test_util.h"
 
 using namespace attnlens;
@@ -47,21 +48,23 @@ MultiHeadAttention random_mha(std::vector<std::vector<float>>& store, int d, int
 
 }  // namespace
 
-// ---- seed 001: "The cat sat" -----------------------------------------------------------------------
-TEST_CASE("seed 001 worked example: The cat sat", "[nn][seeds]") {
+// ---- worked examples (hand-computed values of the reference notes; the math is re-derived below) ----
+TEST_CASE("worked example: The cat sat", "[nn][seeds]") {
   const float Q[] = {1, 0, 1, 0, /**/ 0, 1, 0, 1, /**/ 1, 1, 0, 0};
   const float K[] = {1, 0, 0, 1, /**/ 0, 1, 1, 0, /**/ 1, 0, 1, 0};
   const float V[] = {0.1f, 0.2f, 0.3f, 0.4f, /**/ 0.5f, 0.6f, 0.7f, 0.8f, /**/ 0.9f, 1.0f, 1.1f, 1.2f};
 
   // Step 1: scores = Q·Kᵀ. The notes print row 1 as [1, 2, 0]; the arithmetic gives [1, 1, 0]
   // (Q[1] = [0,1,0,1] · K[1] = [0,1,1,0] = 1), so that is what is checked.
+  // The engine's score kernel (what attention runs per head and query), unscaled here.
   const float expected_scores[3][3] = {{1, 1, 2}, {1, 1, 0}, {1, 1, 1}};
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j) {
-      float s = 0;
-      for (int d = 0; d < 4; ++d) s += Q[i * 4 + d] * K[j * 4 + d];
-      CHECK(s == expected_scores[i][j]);
-    }
+  for (int i = 0; i < 3; ++i) {
+    float scores[3];
+    attnlens::kernels::attention_scores(Q + i * 4, K, 4, 4, 3, 1.f, scores);
+    for (int j = 0; j < 3; ++j) CHECK(scores[j] == expected_scores[i][j]);
+    attnlens::kernels::attention_scores(Q + i * 4, K, 4, 4, 3, 0.5f, scores);  // and scaled by 1/√d_k
+    for (int j = 0; j < 3; ++j) CHECK(scores[j] == 0.5f * expected_scores[i][j]);
+  }
 
   float out[12], weights[9];
   attention({Q, 4, K, V, 4, 3, 3}, AttentionMask{}, out, weights);
@@ -92,7 +95,7 @@ TEST_CASE("seed 001 worked example: The cat sat", "[nn][seeds]") {
     }
 }
 
-TEST_CASE("seed 000: sinusoidal table at d_model = 4", "[nn][seeds]") {
+TEST_CASE("worked example: sinusoidal table at d_model = 4", "[nn][seeds]") {
   float pe0[4], pe1[4];
   sinusoidal_encoding(0, 4, pe0);
   sinusoidal_encoding(1, 4, pe1);
@@ -107,7 +110,7 @@ TEST_CASE("seed 000: sinusoidal table at d_model = 4", "[nn][seeds]") {
   for (int i = 0; i < 4; ++i) CHECK(pe1[i] == Approx(quoted[i]).margin(5e-4));
 }
 
-TEST_CASE("seed 000: RoPE of [1, 0, 0.5, 0] at position 1", "[nn][seeds]") {
+TEST_CASE("worked example: RoPE of [1, 0, 0.5, 0] at position 1", "[nn][seeds]") {
   float x[4] = {1.f, 0.f, 0.5f, 0.f};
   Rope(RopeStyle::Adjacent, 4).apply(x, 1, 1);
   // Pair 0 rotates by 1 rad, pair 1 by 0.01 rad.

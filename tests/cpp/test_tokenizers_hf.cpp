@@ -106,6 +106,7 @@ TEST_CASE("HF Llama-style BPE on a real 32000-piece tokenizer.json equals transf
   if (!testutil::file_exists(dir + "cases.json")) {
     WARN("SKIPPED: " << dir << "cases.json is absent; produce it with `npm install && node "
                                "tests/fixtures/tokenizers/llama_hf_expected.mjs build-fixtures/llama-hf`");
+    testutil::note_skip(dir + "cases.json is absent (tests/fixtures/tokenizers/llama_hf_expected.mjs)");
     return;
   }
   auto tok = attnlens::load_hf_tokenizer(testutil::read_text(dir + "tokenizer.json"));

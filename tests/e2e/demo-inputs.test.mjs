@@ -198,6 +198,17 @@ describe('attention explorer: bad input, encoder–decoder, narrow screens', { s
     await page.waitForFunction((name) => window.attnlens.state.model?.name === name, DEFAULT, { timeout: 60_000 });
   });
 
+  test('the root URL keeps its query when it redirects: /?model=NAME opens that model (README)', { skip: !SEQ2SEQ && 'no second built-in model' }, async () => {
+    await page.goto(`${server.url}/?model=${SEQ2SEQ}`);
+    const url = new URL(page.url());
+    assert.equal(url.pathname, '/web/demo/');
+    assert.equal(url.searchParams.get('model'), SEQ2SEQ);
+    await page.waitForFunction((name) => window.attnlens?.state.model?.name === name, SEQ2SEQ, { timeout: 60_000 });
+    assert.equal(await page.$eval('#model-select', (s) => s.value), SEQ2SEQ);
+    await page.goto(`${server.url}/web/demo/`);  // back to the default for the tests that follow
+    await page.waitForFunction((name) => window.attnlens?.state.model?.name === name, DEFAULT, { timeout: 60_000 });
+  });
+
   test('400 px wide: one column, nothing wider than the screen', async () => {
     await page.setViewportSize({ width: 400, height: 860 });
     await page.fill('#prompt', manifest.models.find((m) => m.name === DEFAULT).example_prompts[0]);

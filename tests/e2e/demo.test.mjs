@@ -251,8 +251,14 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
   test('Stop ends a generation; the tokens so far keep their attention, every row filled', async () => {
     await page.fill('#max-tokens', '250');
     await page.click('#generate');
-    await page.waitForFunction(() => (window.attnlens.state.run?.stats.generated ?? 0) >= 5 && window.attnlens.state.run.status === 'running', null, { timeout: 60_000 });
-    await page.click('#stop');
+    // Clicked in the page in the same turn that sees the run going: a click from here could land after
+    // the last token (the engine with threads can finish 250 tokens before it does).
+    await page.waitForFunction(() => {
+      const run = window.attnlens.state.run;
+      if ((run?.stats.generated ?? 0) < 5 || run.status !== 'running') return false;
+      document.querySelector('#stop').click();
+      return true;
+    }, null, { timeout: 60_000 });
     await page.waitForFunction(() => document.querySelector('#stats').dataset.status === 'stopped', null, { timeout: 60_000 });
     const r = await page.evaluate(() => {
       const run = window.attnlens.state.run;

@@ -1,5 +1,5 @@
 // Shared helpers for the browser tests: headless Chromium through playwright-core (the system's
-// /usr/bin/chromium, flags as TOOLCHAIN.md §7), the static server, screenshots, console capture.
+// /usr/bin/chromium, flags below), the static server, screenshots, console capture.
 //
 //   const server = await startServer({ port: 0 });          // tools/serve.mjs (strict CSP)
 //   const browser = await launchBrowser();                   // { context, page, close(), errors }

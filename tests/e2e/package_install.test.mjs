@@ -37,7 +37,8 @@ after(() => {
 
 test('the tarball holds the package and nothing else', { skip: missing }, () => {
   const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n').map((f) => f.replace(/^package\//, ''));
-  for (const f of ['package.json', 'dist/wasm/attnlens.mjs', 'dist/wasm/attnlens.wasm', 'web/src/index.mjs', 'web/src/index.d.ts',
+  for (const f of ['package.json', 'dist/wasm/attnlens.mjs', 'dist/wasm/attnlens.wasm', 'dist/wasm/attnlens-mt.mjs',
+    'dist/wasm/attnlens-mt.wasm', 'dist/wasm/attnlens-mt.worker.js', 'dist/wasm/package.json', 'web/src/index.mjs', 'web/src/index.d.ts',
     'web/src/worker.mjs', 'web/src/worker-client.mjs']) assert.ok(files.includes(f), `${f} missing`);
   assert.ok(!files.some((f) => /^(tests|src|bindings|build|models)\//.test(f)), files.join(', '));
   // node_modules/ holds the bundled dependency only (package.json "bundleDependencies"), which
@@ -56,19 +57,22 @@ test('a script in the new project imports "attnlens", loads a model and generate
   writeFileSync(join(dir, 'use.mjs'), `
 import { loadModel, engineInfo } from 'attnlens';
 const MODEL = ${JSON.stringify(MODEL)};
-const here = await loadModel(MODEL.src);
+const here = await loadModel(MODEL.src, { threads: 2 });
+const threads = here.info.threads;
 const a = await here.generate(MODEL.prompt, { maxNewTokens: 10, temperature: 0 });
 const f = await here.forward((await here.tokenize(MODEL.prompt)).ids, { attentions: true });
 const hereChat = await here.applyChatTemplate([{ role: 'user', content: 'hi' }], { template: '<{{ messages[0].content }}>' });
 await here.dispose();
-const worker = await loadModel(MODEL.src, { worker: true });
+const worker = await loadModel(MODEL.src, { worker: true, threads: 2 });
 const b = await worker.generate(MODEL.prompt, { maxNewTokens: 10, temperature: 0 });
 // The bundled Jinja renders a template in the installed package (in the worker too).
 const chat = [{ role: 'user', content: 'hi' }];
 const rendered = [hereChat, await worker.applyChatTemplate(chat, { template: '<{{ messages[0].content }}>' })];
+const workerThreads = worker.info.threads;
 await worker.dispose();
-console.log(JSON.stringify({ rendered, a: a.text, b: b.text, n: a.tokens.length - a.promptTokens, kinds: f.attentions.kinds, simd: (await engineInfo()).simd,
-  resolved: import.meta.resolve('attnlens') }));
+const engine = await engineInfo();
+console.log(JSON.stringify({ rendered, a: a.text, b: b.text, n: a.tokens.length - a.promptTokens, kinds: f.attentions.kinds, simd: engine.simd,
+  build: engine.build, threads, workerThreads, resolved: import.meta.resolve('attnlens') }));
 `);
   const out = JSON.parse(run(process.execPath, ['use.mjs']).trim().split('\n').pop());
   assert.ok(out.a.length > 0);
@@ -76,6 +80,11 @@ console.log(JSON.stringify({ rendered, a: a.text, b: b.text, n: a.tokens.length 
   assert.deepEqual(out.rendered, ['<hi>', '<hi>']);
   assert.equal(out.n, 10);
   assert.deepEqual(out.kinds, ['self']);
+  // Node: the pthreads build, its pool workers started from the installed package (and the process
+  // exited by itself: run() would have timed out)
+  assert.equal(out.build, 'threads');
+  assert.equal(out.threads, 2);
+  assert.equal(out.workerThreads, 2);
   assert.match(out.resolved, /node_modules\/attnlens\/web\/src\/index\.mjs$/);
 });
 

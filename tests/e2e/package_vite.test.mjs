@@ -3,7 +3,10 @@
 // run in headless Chromium: it loads a model in its thread and in worker mode (Vite bundles
 // worker.mjs from `new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' })` and
 // copies the wasm and its glue as assets), generates, and renders a chat template (the package's
-// bundled @huggingface/jinja, imported by a relative path, bundled in the page and in the worker). Skips when vite is not installed
+// bundled @huggingface/jinja, imported by a relative path, bundled in the page and in the worker).
+// Both builds' files are assets; the same app served with COOP/COEP runs the pthreads build with 2
+// threads (its pthread Worker script an asset of its own, not inlined) and computes the same text.
+// Skips when vite is not installed
 // (npm install --no-save vite@7, or as a devDependency).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -32,6 +35,7 @@ const noWorkerExport = !pkg.exports?.['./worker'] && 'package.json has no "./wor
 let dir;
 let dir2;
 let server;
+let isolated;  // the same app, cross-origin isolated
 let browser;
 const reports = [];
 const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
@@ -55,11 +59,13 @@ before(async () => {
   const out = JSON.parse(run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', packDir], root));
   const tarball = join(packDir, out[0].filename);
   dir = buildApp(tarball, `
-import { loadModel } from 'attnlens';
+import { loadModel, engineInfo } from 'attnlens';
 const MODEL = ${JSON.stringify(MODEL)};
 const out = {};
 try {
-  const here = await loadModel(MODEL.src);
+  const here = await loadModel(MODEL.src, { threads: 2 });
+  out.build = (await engineInfo()).build;
+  out.threads = here.info.threads;
   out.thread = (await here.generate(MODEL.prompt, { maxNewTokens: 10, temperature: 0 })).text;
   const f = await here.forward((await here.tokenize(MODEL.prompt)).ids, { attentions: true });
   out.rowSum = f.attentions.row(0, 0, 1).reduce((a, b) => a + b, 0);
@@ -67,7 +73,8 @@ try {
   const template = '<{{ messages[0].content | upper }}>';  // rendered by the bundled @huggingface/jinja
   out.chat = [await here.applyChatTemplate(chat, { template })];
   await here.dispose();
-  const w = await loadModel(MODEL.src, { worker: true });
+  const w = await loadModel(MODEL.src, { worker: true, threads: 2 });
+  out.workerThreads = w.info.threads;
   const steps = [];
   for await (const s of w.stream(MODEL.prompt, { maxNewTokens: 10, temperature: 0, attentions: { layers: [0] } })) steps.push(s);
   out.worker = steps.map((s) => s.text).join('');
@@ -109,20 +116,29 @@ window.__result = out;
     ...(dir2 ? { '/own-worker/': join(dir2, 'dist') } : {}),
     '/': join(dir, 'dist'),
   }, { headers: { 'Content-Security-Policy': CSP } });
+  isolated = await serve({
+    '/__csp-report': (req, res) => { let b = ''; req.on('data', (c) => { b += c; }); req.on('end', () => { reports.push(b); res.statusCode = 204; res.end(); }); return true; },
+    '/favicon.ico': (req, res) => { res.statusCode = 204; res.end(); return true; },
+    '/models/stories260K/': stories.dir,
+    '/models/kjv-gpt2/': kjv.dir,
+    '/': join(dir, 'dist'),
+  }, { headers: { 'Content-Security-Policy': CSP, 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } });
   browser = await launch();
 });
 
 after(async () => {
   await browser?.close();
   await server?.close();
+  await isolated?.close();
   for (const d of [dir, dir2]) if (d) rmSync(d, { recursive: true, force: true });
 });
 
 test('vite build (no config) of an app importing "attnlens": runs in Chromium under a strict CSP, in-thread and in a worker', { skip: missing, timeout: 240_000 }, async (t) => {
   const assets = readdirSync(join(dir, 'dist', 'assets'));
   t.diagnostic(`dist/assets: ${assets.join(', ')}`);
-  assert.equal(assets.filter((a) => a.endsWith('.wasm')).length, 1, 'one wasm asset');
+  assert.equal(assets.filter((a) => a.endsWith('.wasm')).length, 2, 'a wasm asset per build (single thread, pthreads)');
   assert.ok(assets.some((a) => /^worker-.*\.js$/.test(a)), 'a bundled worker');
+  assert.ok(assets.some((a) => /^attnlens-mt\.worker-.*\.js$/.test(a)), 'the pthread worker script, as a file');
   const { page, logs } = browser;
   await page.goto(server.url('/index.html'));
   await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 90_000 });
@@ -133,6 +149,23 @@ test('vite build (no config) of an app importing "attnlens": runs in Chromium un
   assert.ok(Math.abs(r.rowSum - 1) < 1e-4);
   assert.ok(r.workerAttention);
   assert.deepEqual(r.chat, ['<HI>', '<HI>']);
+  assert.equal(r.build, 'single');  // no COOP/COEP here
+  assert.equal(r.threads, 1);
+
+  // The same build, cross-origin isolated: the pthreads build with 2 threads, here and in the worker.
+  const page2 = await browser.ctx.newPage();
+  await page2.goto(isolated.url('/index.html'));
+  await page2.waitForFunction(() => window.__result !== undefined, null, { timeout: 90_000 });
+  const m = await page2.evaluate(() => window.__result);
+  await page2.close();
+  assert.equal(m.error, undefined, m.error);
+  assert.equal(m.build, 'threads');
+  assert.equal(m.threads, 2);
+  assert.equal(m.workerThreads, 2);
+  assert.equal(m.thread, r.thread);
+  assert.equal(m.worker, r.worker);
+  assert.ok(isolated.requests.some((q) => /^\/assets\/attnlens-mt\.worker-.*\.js$/.test(q.path)), 'the pthread worker was fetched');
+
   await page.waitForTimeout(300);
   assert.deepEqual(reports, [], reports.join('\n'));
   assert.deepEqual(logs.filter((l) => l.type === 'error' || l.type === 'pageerror'), []);

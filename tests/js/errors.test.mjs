@@ -106,13 +106,15 @@ describe('loadModel', () => {
   test('failed loads leave no memory behind', { skip: noSmall }, async () => {
     const bin = weights();
     const named = (data) => [{ name: weightsName, data }, ...rest()];
-    await loadModel(named(bin.subarray(0, 5000))).catch(() => {});  // warm up whatever is allocated once
+    // Each call must fail (an engine Error naming the file), or the loop would prove nothing.
+    const fails = (p, re) => assert.rejects(p, (e) => e instanceof Error && re.test(e.message));
+    await fails(loadModel(named(bin.subarray(0, 5000))), re(weightsName));  // warm up whatever is allocated once
     const base = await allocated();
     for (let i = 0; i < 50; i++) {
-      await loadModel([new Uint8Array(3000).fill(i)]).catch(() => {});
-      await loadModel(named(bin.subarray(0, 5000 + i * 1000))).catch(() => {});
-      await loadModel(named(bin.subarray(0, bin.length - 1 - i))).catch(() => {});
-      await loadModel([{ name: 'config.json', data: new TextEncoder().encode('{"x":') }]).catch(() => {});
+      await fails(loadModel([new Uint8Array(3000).fill(i)]), /not a model file/);
+      await fails(loadModel(named(bin.subarray(0, 5000 + i * 1000))), re(weightsName));
+      await fails(loadModel(named(bin.subarray(0, bin.length - 1 - i))), re(weightsName));
+      await fails(loadModel([{ name: 'config.json', data: new TextEncoder().encode('{"x":') }]), /config\.json/);
     }
     assert.equal(await allocated(), base);
   });
@@ -195,11 +197,11 @@ describe('model methods', { skip: noSmall }, () => {
   });
 
   test('failing calls leak nothing', async () => {
-    const run = async () => {
-      await model.forward(Array(C + 88).fill(5)).catch(() => {});
-      await model.generate(Array(C + 1).fill(5)).catch(() => {});
-      await model.generate('x', { topP: 3 }).catch(() => {});
-      await model.detokenize([1, 9999]).catch(() => {});
+    const run = async () => {  // every call must fail as expected, or the loop would prove nothing
+      await assert.rejects(model.forward(Array(C + 88).fill(5)), /context length/);
+      await assert.rejects(model.generate(Array(C + 1).fill(5)), /context length/);
+      await assert.rejects(model.generate('x', { topP: 3 }), RangeError);
+      await assert.rejects(model.detokenize([1, 9999]), RangeError);
       await model.tokenize(small.prompt);
     };
     await run();

@@ -75,6 +75,7 @@ const KIND_BY_NAME = [
   [/\.safetensors\.index\.json$/i, 'index'],
   [/\.json$/i, 'json'],
   [/\.jinja$/i, 'jinja'],  // chat_template.jinja
+  [/\.(model|spm)$/i, 'sentencepiece'],  // spiece.model, Marian's source.spm / target.spm
 ];
 
 function classify(file) {

@@ -56,6 +56,12 @@ export interface LoadOptions {
   /** Positions the KV cache holds (default: the model's context length). */
   contextLength?: number;
   /**
+   * Threads the engine splits its work over (1–16; default: the physical cores, at most 4). Only
+   * where shared memory is allowed — Node, and pages served with COOP/COEP (crossOriginIsolated) —
+   * elsewhere the single-thread build runs with 1. `info.threads` says what the model got.
+   */
+  threads?: number;
+  /**
    * Run the model in a Web Worker (Node: worker_threads): true to let AttnLens create it, or a
    * Worker you created on "attnlens/worker" (you terminate it). Buffers given as the source are
    * transferred to the worker (detached here).
@@ -63,7 +69,7 @@ export interface LoadOptions {
   worker?: boolean | WorkerLike;
 }
 
-export interface LoadTokenizerOptions extends Omit<LoadOptions, 'worker' | 'quantize' | 'contextLength'> {
+export interface LoadTokenizerOptions extends Omit<LoadOptions, 'worker' | 'quantize' | 'contextLength' | 'threads'> {
   /** llama2.c tokenizer.bin: the vocabulary size, if the file has extra records. */
   vocabSize?: number;
 }
@@ -103,6 +109,10 @@ export function loadTokenizer(source: ModelSource, options?: LoadTokenizerOption
 export interface EngineInfo {
   /** The SIMD instruction set the kernels were compiled for (e.g. "sse4.1", WebAssembly SIMD128). */
   simd: string;
+  /** Which WebAssembly build runs: "threads" (pthreads, shared memory) or "single". */
+  build: 'threads' | 'single';
+  /** Threads the engine has started (1 + its pthreads). */
+  threads: number;
   /** Bytes the engine has allocated in the wasm heap. */
   allocatedBytes: number;
   /** Size of the wasm heap (it grows, never shrinks). */
@@ -157,6 +167,8 @@ export interface ModelInfo {
   kvCacheBytes: number;
   /** What the model takes with its context full: files + owned copies and tables + kvCacheBytes (scratch aside; memory() has the live figures). */
   memoryBytes: number;
+  /** Threads this model's forward passes use. */
+  threads: number;
   files: Array<{ name: string; bytes: number }>;
   tokenizer: TokenizerInfo | null;
 }
@@ -567,7 +579,7 @@ export interface TokenStream extends AsyncIterable<StreamStep> {
   result: GenerateResult | null;
 }
 
-export interface MemoryStats extends Omit<EngineInfo, 'simd'> {
+export interface MemoryStats extends Omit<EngineInfo, 'simd' | 'build' | 'threads'> {
   /** This model's files. */
   fileBytes: number;
   /** Converted weight copies and tables the model owns. */

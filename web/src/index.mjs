@@ -9,7 +9,7 @@ import { Model, loadModelHere } from './model.mjs';
 import { EngineLostError } from './errors.mjs';
 import { checkSource, resolveSource, FetchError } from './sources.mjs';
 import { Tokenizer } from './tokenizer.mjs';
-import { getModule } from './wasm.mjs';
+import { engineFacts, getModule } from './wasm.mjs';
 
 export { Attentions } from './attentions.mjs';
 export { EngineLostError, FetchError, Model, Tokenizer };
@@ -24,6 +24,8 @@ function checkLoadOptions(o) {
     throw new RangeError(`loadModel: quantize must be "q8_0", "q4_0", "q4_k" or "none", got ${JSON.stringify(o.quantize)}`);
   if (o.contextLength !== undefined && !(Number.isInteger(o.contextLength) && o.contextLength > 0))
     throw new RangeError(`loadModel: contextLength must be a positive integer, got ${o.contextLength}`);
+  if (o.threads !== undefined && !(Number.isInteger(o.threads) && o.threads >= 1 && o.threads <= 16))
+    throw new RangeError(`loadModel: threads must be an integer from 1 to 16, got ${o.threads}`);
   if (o.signal !== undefined && !(o.signal && typeof o.signal === 'object' && 'aborted' in o.signal))
     throw new TypeError('loadModel: signal must be an AbortSignal');
 }
@@ -32,7 +34,9 @@ function checkLoadOptions(o) {
  * Loads a model: a URL (file or Hugging Face-style folder ending in "/"), several URLs, File/Blob
  * objects, ArrayBuffers / typed arrays, or (in Node) a path. Options: onProgress({loaded, total,
  * file}), signal, cache (keep downloads in Cache Storage), quantize ("q8_0", "q4_0" or "q4_k" quantizes
- * f32/f16/bf16 weight matrices at load), contextLength (KV cache size; default the model's), worker (true: run it in a Web Worker /
+ * f32/f16/bf16 weight matrices at load), contextLength (KV cache size; default the model's), threads (how many threads the engine
+ * splits its work over; default the physical cores, at most 4; only where shared memory is allowed —
+ * Node, cross-origin isolated pages — elsewhere 1; model.info.threads says what it got), worker (true: run it in a Web Worker /
  * worker_threads, every method then runs off this thread; or a Worker you created on
  * attnlens/worker, for bundlers that want to see the worker's URL).
  */
@@ -61,8 +65,11 @@ export async function loadTokenizer(source, options = {}) {
   return Tokenizer.fromFiles(files, options.vocabSize ?? 0);
 }
 
-/** Engine facts: the SIMD instruction set the kernels were compiled for, wasm memory in use. */
+/**
+ * Engine facts: the SIMD instruction set the kernels were compiled for, which build runs ("threads"
+ * or "single") and how many threads it has started, wasm memory in use.
+ */
 export async function engineInfo() {
   const m = await getModule();
-  return { simd: m.simdArch(), ...m.memoryStats() };
+  return engineFacts(m);
 }

@@ -5,8 +5,8 @@ import { Attentions } from './attentions.mjs';
 import { describeModel, renderChat } from './chat.mjs';
 import { throwIfAborted } from './errors.mjs';
 import { PieceLabels } from './pieces.mjs';
-import { resolveSource } from './sources.mjs';
-import { getModule, instanceLost, onEngineLost, trackOwner } from './wasm.mjs';
+import { openSource, readEntries } from './sources.mjs';
+import { defaultThreads, getModule, instanceLost, onEngineLost, reserveThreads, trackOwner } from './wasm.mjs';
 
 /**
  * @internal A stream() option only the worker passes: an Int32Array on a SharedArrayBuffer that the
@@ -105,16 +105,25 @@ export class Model {
     this.promptFormat = Object.freeze(handle.promptFormat());
   }
 
-  /** @internal Builds a model from its files ({name, bytes}). */
-  static async fromFiles(files, { quantize = 'none', contextLength = 0 } = {}) {
-    const m = await getModule();
+  /** @internal Builds a model from its files ({name, bytes}) in JS memory: copies them into wasm memory. */
+  static fromFiles(m, files, options) {
     const set = new m.FileSet();
+    try {
+      for (const f of files) set.add(f.name, f.bytes.length).set(f.bytes);  // a view of wasm memory, filled at once
+      return Model.fromSet(m, set, options);
+    } finally {
+      if (!instanceLost(m)) set.delete();
+    }
+  }
+
+  /** @internal Builds a model from a FileSet already filled (the set stays the caller's to delete). */
+  static fromSet(m, set, { quantize = 'none', contextLength = 0, threads = 1 } = {}) {
     let handle = null;
     let session = null;
     try {
-      for (const f of files) set.add(f.name, f.bytes.length).set(f.bytes);  // straight into wasm memory
       handle = new m.Model(set, quantize);
       session = handle.newSession(contextLength);
+      session.setThreads(threads);
       return new Model(m, handle, session);
     } catch (e) {
       if (!instanceLost(m)) {
@@ -122,8 +131,6 @@ export class Model {
         handle?.delete();
       }
       throw e;
-    } finally {
-      if (!instanceLost(m)) set.delete();
     }
   }
 
@@ -739,9 +746,57 @@ function topOfStep(t, h) {
   return ids.map((id, j) => ({ id, piece: pieces[j], prob: t.probs[j], logit: t.logits[j] }));
 }
 
-/** @internal loadModel() in this thread (options already checked). */
+/**
+ * @internal loadModel() in this thread (options already checked). The engine and its threads'
+ * Workers start while the files are opened; when every file's size is known up front (files, Blobs,
+ * buffers, HTTP with Content-Length), the wasm memory for all of them is allocated first — refused
+ * with the sizes if it cannot fit — and each file is read into it in chunks, with no copy in JS
+ * memory: a file of several GB never has to be one ArrayBuffer.
+ */
 export async function loadModelHere(source, options = {}) {
-  const [files] = await Promise.all([resolveSource(source, options), getModule()]);
-  throwIfAborted(options.signal);
-  return Model.fromFiles(files, { quantize: options.quantize ?? 'none', contextLength: options.contextLength ?? 0 });
+  const wanted = options.threads ?? await defaultThreads();
+  const engine = getModule().then(async (m) => ({ m, threads: Math.min(wanted, await reserveThreads(m, wanted)) }));
+  engine.catch(() => {});  // awaited below
+  const opened = await openSource(source, options);
+  let m, threads;
+  try {
+    ({ m, threads } = await engine);
+  } catch (e) {
+    opened.cancel();
+    throw e;
+  }
+  const build = { quantize: options.quantize ?? 'none', contextLength: options.contextLength ?? 0, threads };
+  const { entries } = opened;
+  if (!entries.every((e) => e.size > 0 && typeof e.readInto === 'function')) {
+    const files = await readEntries(opened, options);
+    throwIfAborted(options.signal);
+    return Model.fromFiles(m, files, build);
+  }
+  const set = new m.FileSet();
+  try {
+    try {
+      // All the files at once first, then each: refused, with the sizes, before anything is allocated.
+      const total = entries.reduce((a, e) => a + e.size, 0);
+      if (entries.length > 1) {
+        m.requireMemory(total, `the ${entries.length} files of this model together (${entries.map((e) => e.name).join(', ')})`);
+      }
+      for (const e of entries) set.add(e.name, e.size);
+    } catch (e) {
+      opened.cancel();
+      throw e;
+    }
+    // A view is detached when the heap grows (the single-thread build): fetch it again then.
+    const sinks = entries.map((e, i) => {
+      let view = set.view(i);
+      return (chunk, at) => {
+        if (view.byteLength === 0) view = set.view(i);
+        view.set(chunk, at);
+      };
+    });
+    await readEntries(opened, options, sinks);
+    throwIfAborted(options.signal);
+    return Model.fromSet(m, set, build);
+  } finally {
+    if (!instanceLost(m)) set.delete();
+  }
 }

@@ -3,7 +3,10 @@
 //   a URL of a file                      "https://…/stories15M.bin", "./model.gguf"
 //   a URL of a Hugging Face-style folder "https://…/kjv-gpt2/"  (ends with "/": config.json,
 //                                        tokenizer.json, model.safetensors or the index + shards,
-//                                        tokenizer_config.json, chat_template.jinja)
+//                                        tokenizer_config.json, chat_template.jinja; without a
+//                                        tokenizer.json, a SentencePiece model: spiece.model,
+//                                        Marian's source.spm + vocab.json, sentencepiece.bpe.model,
+//                                        tokenizer.model)
 //   several URLs                         ["…/stories15M.bin", "…/tokenizer.bin"]
 //   File / Blob objects (dropped files), ArrayBuffers or typed arrays (named "file0", "file1", …
 //   or passed as { name, data })
@@ -17,7 +20,7 @@ import { FetchError, abortError, throwIfAborted } from './errors.mjs';
 export { FetchError };
 
 const CACHE_NAME = 'attnlens-models-v1';
-const MODEL_FILE = /\.(bin|gguf|safetensors|json|jinja)$/i;
+const MODEL_FILE = /\.(bin|gguf|safetensors|json|jinja|model|spm)$/i;
 
 // The name a downloaded file goes by: its last path component, with the folder for a
 // sentence-transformers module's config ("1_Pooling/config.json").
@@ -53,16 +56,20 @@ async function openCache(useCache) {
 
 /**
  * Reads a response body, reporting each chunk to onChunk(bytes). With the size known (Content-Length
- * of an unencoded body) the bytes land in one buffer allocated up front: no second copy.
+ * of an unencoded body) the bytes land in one buffer allocated up front: no second copy. With
+ * `write(chunk, at)` (and the size known), each chunk goes there instead and nothing is kept.
  */
-async function readBody(response, signal, onChunk) {
+async function readBody(response, signal, onChunk, write = null, expected = 0) {
   if (!response.body?.getReader) {
     const bytes = new Uint8Array(await response.arrayBuffer());
     onChunk(bytes.length);
-    return bytes;
+    if (!write) return bytes;
+    if (bytes.length !== expected) throw new Error(`${response.url}: ${bytes.length} bytes arrived, the server announced ${expected}`);
+    write(bytes, 0);
+    return null;
   }
   const reader = response.body.getReader();
-  let out = new Uint8Array(bodySize(response));
+  let out = write ? null : new Uint8Array(bodySize(response));
   let size = 0;
   for (;;) {
     const { done, value } = signal?.aborted ? {} : await reader.read();
@@ -73,14 +80,26 @@ async function readBody(response, signal, onChunk) {
       throw abortError(signal);
     }
     if (done) break;
-    if (size + value.length > out.length) {  // no or wrong Content-Length: grow geometrically
-      const bigger = new Uint8Array(Math.max(out.length * 2, size + value.length, 1 << 16));
-      bigger.set(out.subarray(0, size));
-      out = bigger;
+    if (write) {
+      if (size + value.length > expected) {
+        await reader.cancel().catch(() => {});
+        throw new Error(`${response.url}: more bytes arrived than the ${expected} the server announced`);
+      }
+      write(value, size);
+    } else {
+      if (size + value.length > out.length) {  // no or wrong Content-Length: grow geometrically
+        const bigger = new Uint8Array(Math.max(out.length * 2, size + value.length, 1 << 16));
+        bigger.set(out.subarray(0, size));
+        out = bigger;
+      }
+      out.set(value, size);
     }
-    out.set(value, size);
     size += value.length;
     onChunk(value.length);
+  }
+  if (write) {
+    if (size !== expected) throw new Error(`${response.url}: ${size} bytes arrived, the server announced ${expected}`);
+    return null;
   }
   return size === out.length ? out : out.slice(0, size);
 }
@@ -134,6 +153,13 @@ async function openUrls(urls, { signal, cache }) {
           await store.put(url, new Response(bytes, { headers })).catch(() => {});  // quota errors: keep going uncached
         }
         return bytes;
+      },
+      async readInto(write, onChunk) {
+        unread = false;
+        // Cache Storage reads its own copy of the stream (a tee), so the body is fetched once.
+        const stored = store && !fromCache ? store.put(url, response.clone()).catch(() => {}) : null;
+        await readBody(response, signal, onChunk, write, this.size);
+        await stored;
       },
     };
   };
@@ -192,7 +218,14 @@ async function folderUrls(folder, { signal, cache }) {
   } else {
     throw new FetchError(at('model.safetensors'), 404, 'Not Found (no model.safetensors or model.safetensors.index.json in this folder)');
   }
-  if (has['tokenizer.json']) urls.push(at('tokenizer.json'));
+  if (has['tokenizer.json']) {
+    urls.push(at('tokenizer.json'));
+  } else {  // a SentencePiece model: T5/ALBERT spiece.model, Marian's source.spm (+ vocab.json), XLM-R, Llama 1/2
+    const spm = ['spiece.model', 'source.spm', 'sentencepiece.bpe.model', 'tokenizer.model'];
+    const found = await Promise.all(spm.map((n) => exists(at(n), signal, store)));
+    for (const [i, n] of spm.entries()) if (found[i]) urls.push(at(n));
+    if (found[1] && (await exists(at('vocab.json'), signal, store))) urls.push(at('vocab.json'));
+  }
   if (has['generation_config.json']) urls.push(at('generation_config.json'));
   if (has['tokenizer_config.json']) {
     urls.push(at('tokenizer_config.json'));
@@ -241,8 +274,16 @@ async function nodePathEntries(path) {
   let paths = [path];
   const names = new Map();  // path → the name the engine sees (a module's config keeps its folder)
   if (stat.isDirectory()) {
-    paths = (await fs.readdir(path)).filter((f) => MODEL_FILE.test(f)).sort().map((f) => pathMod.join(path, f));
-    if (!paths.length) throw new Error(`${path}: the folder holds no model files (.bin, .gguf, .safetensors, .json)`);
+    let files = (await fs.readdir(path)).filter((f) => MODEL_FILE.test(f));
+    // A folder with tokenizer.json may also keep the SentencePiece model it was converted from
+    // (T5's spiece.model): the tokenizer.json is the one loaded, as from a folder URL.
+    if (files.includes('tokenizer.json')) files = files.filter((f) => !/\.(model|spm)$/i.test(f));
+    // Marian: source.spm segments the text and the output is read through vocab.json with source.spm's
+    // decoding rules; a second (target) tokenizer is not supported yet, so a folder's target.spm is
+    // not read (given explicitly, it is an error).
+    files = files.filter((f) => f !== 'target.spm');
+    paths = files.sort().map((f) => pathMod.join(path, f));
+    if (!paths.length) throw new Error(`${path}: the folder holds no model files (.bin, .gguf, .safetensors, .json, .model)`);
     for (const rel of await moduleConfigs(async (f) => fs.readFile(pathMod.join(path, f), 'utf8').catch(() => null))) {
       const p = pathMod.join(path, ...rel.split('/'));
       if (await fs.stat(p).catch(() => null)) {
@@ -272,6 +313,22 @@ async function nodePathEntries(path) {
           await fh.close();
         }
       },
+      async readInto(write, onChunk, signal) {  // through a 4 MB buffer: write() copies it where it goes
+        const fh = await fs.open(p, 'r');
+        try {
+          const chunk = new Uint8Array(Math.min(4 << 20, Math.max(size, 1)));
+          for (let at = 0; at < size;) {
+            throwIfAborted(signal);
+            const { bytesRead } = await fh.read(chunk, 0, Math.min(chunk.length, size - at), at);
+            if (!bytesRead) throw new Error(`${p}: the file shrank while being read`);
+            write(chunk.subarray(0, bytesRead), at);
+            at += bytesRead;
+            onChunk(bytesRead);
+          }
+        } finally {
+          await fh.close();
+        }
+      },
     };
   }));
 }
@@ -285,6 +342,17 @@ function blobEntry(blob, index, name = blob.name ?? `file${index}`) {
       const bytes = new Uint8Array(await blob.arrayBuffer());
       onChunk(bytes.length);
       return bytes;
+    },
+    // In 16 MB slices: a file of several GB never becomes one ArrayBuffer.
+    async readInto(write, onChunk, signal) {
+      for (let at = 0; at < blob.size;) {
+        throwIfAborted(signal);
+        const piece = new Uint8Array(await blob.slice(at, Math.min(blob.size, at + (16 << 20))).arrayBuffer());
+        if (!piece.length) throw new Error(`${name}: the file shrank while being read`);
+        write(piece, at);
+        at += piece.length;
+        onChunk(piece.length);
+      }
     },
   };
 }
@@ -319,16 +387,15 @@ export function checkSource(source) {
 }
 
 /**
- * Resolves a model source into its files.
- * @returns {Promise<Array<{name: string, bytes: Uint8Array}>>}
+ * Opens a model source: its files as entries { name, size (0 when unknown), read(onChunk, signal) →
+ * Uint8Array, readInto(write, onChunk, signal) }, with `cancel()` to give up the ones not read.
+ * Sizes come first (file system, Blob, HTTP headers), the bytes only when an entry is read.
  */
-export async function resolveSource(source, options = {}) {
-  const { signal, onProgress } = options;
+export async function openSource(source, options = {}) {
+  const { signal } = options;
   throwIfAborted(signal);
   checkSource(source);
   const list = Array.isArray(source) ? source : [source];
-  // First every file's size (file system, Blob, HTTP headers), then the bytes: one progress
-  // stream over all files, `loaded` growing to `total`.
   const groups = [];  // per item: entries, or a URL list opened together below
   for (let i = 0; i < list.length; i++) {
     const item = list[i];
@@ -350,7 +417,12 @@ export async function resolveSource(source, options = {}) {
       groups.push([blobEntry(item.data, i, item.name)]);
     } else {
       const file = fromBuffer(item, `file${i}`) ?? fromBuffer(item.data, item.name);
-      groups.push([{ name: file.name, size: file.bytes.length, read: async (onChunk) => (onChunk(file.bytes.length), file.bytes) }]);
+      groups.push([{
+        name: file.name,
+        size: file.bytes.length,
+        read: async (onChunk) => (onChunk(file.bytes.length), file.bytes),
+        readInto: async (write, onChunk) => (write(file.bytes, 0), onChunk(file.bytes.length)),
+      }]);
     }
   }
   const opened = [];
@@ -367,20 +439,39 @@ export async function resolveSource(source, options = {}) {
     throw e;
   }
   const entries = groups.flat();
+  return { entries, cancel: () => entries.forEach((e) => e.cancel?.()) };
+}
+
+/**
+ * Reads the entries of openSource(): each into JS memory, or with `sinks` (one write(chunk, at) per
+ * entry, every size known) straight where it belongs. One progress stream over all files, `loaded`
+ * growing to `total`; the bodies are read concurrently (the transfers overlap).
+ */
+export async function readEntries({ entries, cancel }, { signal, onProgress } = {}, sinks = null) {
   const total = entries.every((e) => e.size > 0) ? entries.reduce((a, e) => a + e.size, 0) : undefined;
   let loaded = 0;
-  const files = [];
+  const progress = (e) => (n) => {
+    loaded += n;
+    onProgress?.({ loaded, total, file: e.name });
+  };
   try {
     throwIfAborted(signal);
-    // Bodies are read concurrently (the transfers overlap); progress sums them, so it only grows.
-    const bytes = await Promise.all(entries.map((e) => e.read((n) => {
-      loaded += n;
-      onProgress?.({ loaded, total, file: e.name });
-    }, signal)));
-    entries.forEach((e, i) => files.push({ name: e.name, bytes: bytes[i] }));
+    if (sinks) {
+      await Promise.all(entries.map((e, i) => e.readInto(sinks[i], progress(e), signal)));
+      return null;
+    }
+    const bytes = await Promise.all(entries.map((e) => e.read(progress(e), signal)));
+    return entries.map((e, i) => ({ name: e.name, bytes: bytes[i] }));
   } catch (err) {
-    entries.forEach((e) => e.cancel?.());
+    cancel();
     throw err;
   }
-  return files;
+}
+
+/**
+ * Resolves a model source into its files, in JS memory.
+ * @returns {Promise<Array<{name: string, bytes: Uint8Array}>>}
+ */
+export async function resolveSource(source, options = {}) {
+  return readEntries(await openSource(source, options), options);
 }

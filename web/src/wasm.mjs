@@ -1,28 +1,58 @@
 // Loads the AttnLens WebAssembly module once per JavaScript realm (page, worker or Node process).
-// The module's files sit next to each other in dist/wasm/: attnlens.mjs (Emscripten's glue) and
-// attnlens.wasm. They are found relative to this file's URL, so the package works from any page URL,
-// under a bundler that understands `new URL(…, import.meta.url)` (Vite, webpack 5, Rollup), and in Node.
+// Two builds sit in dist/wasm/, each its Emscripten glue next to its wasm:
+//   attnlens.mjs + .wasm                          single thread: runs everywhere
+//   attnlens-mt.mjs + .wasm + .worker.js          pthreads (SharedArrayBuffer): the engine splits its
+//                                                 work over threads (core/parallel.h)
+// The threads build is picked when shared memory is allowed: in Node, and in pages that are
+// cross-origin isolated (served with `Cross-Origin-Opener-Policy: same-origin` and
+// `Cross-Origin-Embedder-Policy: require-corp`, see README.md); otherwise the single-thread one.
+// The files are found relative to this file's URL, so the package works from any page URL, under a
+// bundler that understands `new URL(…, import.meta.url)` (Vite, webpack 5, Rollup), and in Node.
 
 import { isNode, nodeImport } from './env.mjs';
 import { EngineLostError, FetchError } from './errors.mjs';
 
-// Both files are referenced as `new URL('…', import.meta.url)` with a literal path: bundlers copy
+// Every file is referenced as `new URL('…', import.meta.url)` with a literal path: bundlers copy
 // them as assets and rewrite the URLs. The glue is then imported by URL at run time, not bundled:
 // it stays one file next to its wasm, and a worker bundle needs no code splitting (Vite builds
 // workers as classic scripts by default) and no top-level await (which the glue has on Node).
-const glueUrl = new URL('../../dist/wasm/attnlens.mjs', import.meta.url);
-const wasmUrl = new URL('../../dist/wasm/attnlens.wasm', import.meta.url);
+const builds = {
+  single: {
+    glue: new URL('../../dist/wasm/attnlens.mjs', import.meta.url),
+    wasm: new URL('../../dist/wasm/attnlens.wasm', import.meta.url),
+  },
+  threads: {
+    glue: new URL('../../dist/wasm/attnlens-mt.mjs', import.meta.url),
+    wasm: new URL('../../dist/wasm/attnlens-mt.wasm', import.meta.url),
+    // A pthread's Worker. `?no-inline`: Vite (≥ 5.1) would otherwise inline this small file as a
+    // data: URL, which a Worker cannot run under a strict CSP (nor import the glue from).
+    worker: new URL('../../dist/wasm/attnlens-mt.worker.js?no-inline', import.meta.url),
+  },
+};
+
+/**
+ * Which build this realm loads: "threads" when shared memory is available (Node; a cross-origin
+ * isolated page or worker), else "single". In Node, ATTNLENS_WASM=single|threads overrides it.
+ */
+export function wasmBuild() {
+  const forced = isNode ? process.env.ATTNLENS_WASM : undefined;
+  if (forced === 'single' || forced === 'threads') return forced;
+  if (typeof SharedArrayBuffer !== 'function' || typeof Atomics !== 'object') return 'single';
+  return isNode || globalThis.crossOriginIsolated === true ? 'threads' : 'single';
+}
 
 let modulePromise = null;  // the live instance (a new one is made after a trap)
-let compiled = null;       // the compiled WebAssembly.Module, reused by every instance
+const compiled = {};       // build → its compiled WebAssembly.Module, reused by every instance
 
-// Compiles and instantiates attnlens.wasm for the glue (its `instantiateWasm` hook): read from disk
+// Compiles and instantiates the build's .wasm for the glue (its `instantiateWasm` hook): read from disk
 // in Node, else fetched from wasmUrl (compiled while it downloads when served as application/wasm).
 // Doing it here rather than through the glue's locateFile means the URL is used exactly as the
 // bundler rewrote it (hashed asset names included), and a failure says which URL and why. After a
 // trap, the next instance is made from the module compiled the first time: no second download.
-async function instantiate(imports) {
-  if (compiled) return { instance: await WebAssembly.instantiate(compiled, imports), module: compiled };
+async function instantiate(build, imports) {
+  const done = compiled[build];
+  if (done) return { instance: await WebAssembly.instantiate(done, imports), module: done };
+  const wasmUrl = builds[build].wasm;
   if (isNode && wasmUrl.protocol === 'file:') {
     const { readFile } = await nodeImport('node:fs/promises');
     const { fileURLToPath } = await nodeImport('node:url');
@@ -78,6 +108,20 @@ function loseInstance(m, cause, label) {
   const what = `${cause?.name ?? 'Error'}: ${cause?.message ?? String(cause)}`;
   state.lost = { label, what, cause };
   if (modulePromise && state.promise === modulePromise) modulePromise = null;
+  // The threads build: its pthreads' Workers share the lost memory and wait for work that will never
+  // come; end them (not through the glue, which would call into the lost instance).
+  const P = m.PThread;
+  if (P) {
+    for (const w of [...P.runningWorkers, ...P.unusedWorkers]) {
+      try {
+        w.terminate();
+      } catch {
+        // already gone
+      }
+    }
+    P.runningWorkers.length = 0;
+    P.unusedWorkers.length = 0;
+  }
   const owners = [...state.owners].map((r) => r.deref()).filter(Boolean);
   state.owners.clear();
   const lostOne = new EngineLostError(
@@ -113,7 +157,7 @@ function guardCalls(m) {
     if (m.failed()) throw new Error(m.takeError());
     return result;
   };
-  for (const name of ['memoryStats', 'simdArch', 'debugTrap']) {
+  for (const name of ['memoryStats', 'requireMemory', 'simdArch', 'debugTrap', 'maxThreads', 'reserveThreads']) {
     const fn = m[name];
     m[name] = (...args) => call(fn, undefined, args, name);
   }
@@ -148,27 +192,39 @@ function guardCalls(m) {
 export function getModule() {
   if (!modulePromise) {
     const promise = (async () => {
-      const { default: create } = await import(/* @vite-ignore */ /* webpackIgnore: true */ glueUrl.href);
+      const build = wasmBuild();
+      const files = builds[build];
+      const { default: create } = await import(/* @vite-ignore */ /* webpackIgnore: true */ files.glue.href);
       let fail;
       const failed = new Promise((_, reject) => { fail = reject; });
+      const options = {
+        instantiateWasm(imports, receive) {
+          instantiate(build, imports).then(({ instance, module: wasm }) => {
+            compiled[build] = wasm;
+            receive(instance, wasm);
+          }, fail);
+          return {};
+        },
+      };
+      if (files.worker) {
+        // Each pthread runs in a Worker on attnlens-mt.worker.js, which imports the glue again: both
+        // by the URLs above (as a bundler rewrote them), not by the glue's own guesses. Node's
+        // worker_threads wants a path.
+        const workerPath = isNode ? (await nodeImport('node:url')).fileURLToPath(files.worker) : files.worker.href;
+        options.locateFile = (path) => (path.endsWith('.worker.js') ? workerPath : path);
+        options.mainScriptUrlOrBlob = files.glue.href;
+      }
       // In Node, Emscripten 3.1.6's glue adds process-wide 'uncaughtException' and
       // 'unhandledRejection' listeners that rethrow: any later uncaught error of the application
       // then exits with code 7 and prints the glue's minified source. A library must not do that:
       // remove what it added (it adds them synchronously, while create() runs).
       const listeners = isNode ? ['uncaughtException', 'unhandledRejection'].map((e) => [e, process.listeners(e)]) : [];
-      const module = create({
-        instantiateWasm(imports, receive) {
-          instantiate(imports).then(({ instance, module: wasm }) => {
-            compiled = wasm;
-            receive(instance, wasm);
-          }, fail);
-          return {};
-        },
-      });
+      const module = create(options);
       for (const [event, before] of listeners)
         for (const fn of process.listeners(event)) if (!before.includes(fn)) process.off(event, fn);
       const m = guardCalls(await Promise.race([module, failed]));
       m[STATE].promise = promise;
+      m.attnlensBuild = build;
       return m;
     })();
     modulePromise = promise;
@@ -176,3 +232,71 @@ export function getModule() {
   }
   return modulePromise;
 }
+
+/** engineInfo(): the SIMD set, the build and its threads, memory. */
+export function engineFacts(m) {
+  return { simd: m.simdArch(), build: m.attnlensBuild, threads: m.reserveThreads(1), ...m.memoryStats() };
+}
+
+// ---- threads ------------------------------------------------------------------------------------
+
+const MAX_THREADS = 16;
+const DEFAULT_CAP = 4;  // decode is bound by memory bandwidth, which a few cores already fill
+
+/**
+ * The default number of threads: the physical cores (in Node on Linux, from sysfs; in a browser,
+ * half the logical cores once there are 4 or more, as they usually come in SMT pairs), at most 4.
+ */
+export async function defaultThreads() {
+  let cores = 1;
+  if (isNode) {
+    const os = await nodeImport('node:os');
+    cores = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+    try {
+      const { readFileSync } = await nodeImport('node:fs');
+      const siblings = new Set();
+      for (let i = 0; i < os.cpus().length; i++)
+        siblings.add(readFileSync(`/sys/devices/system/cpu/cpu${i}/topology/thread_siblings_list`, 'utf8').trim());
+      if (siblings.size > 0) cores = Math.min(cores, siblings.size);
+    } catch {
+      // not Linux: the logical count
+    }
+  } else {
+    const logical = globalThis.navigator?.hardwareConcurrency ?? 1;
+    cores = logical >= 4 ? Math.floor(logical / 2) : logical;
+  }
+  return Math.max(1, Math.min(DEFAULT_CAP, cores));
+}
+
+let growing = Promise.resolve();
+
+/**
+ * Makes `n` threads available to the engine (the calling thread and n − 1 pthreads) and resolves
+ * with the number it got: 1 with the single-thread build. The pthreads' Workers are loaded here,
+ * before the engine starts threads on them: a Worker cannot finish loading while the engine keeps
+ * this thread busy. In Node they are unref()ed, so that they never keep a process alive.
+ */
+export function reserveThreads(m, n) {
+  if (m.attnlensBuild !== 'threads' || n <= 1) return Promise.resolve(1);
+  const want = Math.min(n, MAX_THREADS, m.maxThreads());
+  const step = growing.then(async () => {
+    const P = m.PThread;
+    const missing = want - m.reserveThreads(1) - P.unusedWorkers.length;  // reserveThreads(1): the pool's size now
+    const loads = [];
+    for (let i = 0; i < missing; i++) {
+      P.allocateUnusedWorker();
+      const w = P.unusedWorkers[P.unusedWorkers.length - 1];
+      loads.push(new Promise((resolve, reject) => {
+        P.loadWasmModuleToWorker(w, resolve);
+        if (isNode) w.once('error', reject);
+        else w.addEventListener('error', (e) => reject(new Error(`AttnLens could not start a thread from ${builds.threads.worker.href}: ${e.message ?? 'error'}`)));
+      }));
+    }
+    await Promise.all(loads);
+    if (isNode) for (const w of [...P.unusedWorkers, ...P.runningWorkers]) w.unref?.();
+    return m.reserveThreads(want);
+  });
+  growing = step.catch(() => {});
+  return step;
+}
+

@@ -15,7 +15,7 @@
 //   replies: { id, type: 'result', value } or { id, type: 'error', error: { name, message, status, … } }
 import { isNode, nodeImport } from './env.mjs';
 import { STOP_FLAG, loadModelHere } from './model.mjs';
-import { getModule } from './wasm.mjs';
+import { engineFacts, getModule } from './wasm.mjs';
 
 let post;  // (message, transfer) => void
 const models = new Map();     // model id → Model
@@ -146,7 +146,7 @@ const handlers = {
 
   async engineInfo() {
     const m = await getModule();
-    return { simd: m.simdArch(), ...m.memoryStats() };
+    return engineFacts(m);
   },
 };
 

@@ -36,9 +36,10 @@ async function inThread(): Promise<void> {
     cache: true,
     quantize: 'q8_0',
     contextLength: 128,
+    threads: 2,
   });
   const info: Readonly<ModelInfo> = model.info;
-  const layers: number = info.layers + info.heads + info.contextLength + info.params + info.memoryBytes;
+  const layers: number = info.layers + info.heads + info.contextLength + info.params + info.memoryBytes + info.threads;
   const arch: string = info.architecture;
 
   const { ids, pieces } = await model.tokenize('And God said', { addSpecialTokens: false });
@@ -71,6 +72,8 @@ async function inThread(): Promise<void> {
   const mem: MemoryStats = model.memory();
   const e: EngineInfo = await engineInfo();
   const simd: string = e.simd;
+  const build: 'threads' | 'single' = e.build;
+  const started: number = e.threads;
   await model.dispose();
   const gone: boolean = model.disposed;
 

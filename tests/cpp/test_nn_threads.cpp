@@ -1,0 +1,106 @@
+// nn::linear split over threads: the same bits with 1, 2 and 4 threads (the split into blocks of
+// rows depends on the shape only), and the same values as one kernel call over the whole matrix.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/parallel.h"
+#include "kernels/kernels.h"
+#include "nn/linear.h"
+#include "test_util.h"
+
+using namespace attnlens;
+using namespace attnlens::nn;
+using testutil::randn;
+
+namespace {
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::vector<float> run(const Linear& l, const std::vector<float>& x, int n, int threads) {
+  parallel::Threads use(threads);
+  std::vector<float> y(size_t(n) * l.out(), -1.f);
+  linear(l, x.data(), n, y.data());
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("row_split: blocks of whole 4-row groups covering the matrix, independent of threads", "[nn][threads]") {
+  for (int rows : {1, 3, 4, 31, 32, 33, 100, 288, 768, 1376, 2048, 32000, 128256}) {
+    for (int n : {1, 2, 64}) {
+      const RowSplit s = row_split(rows, n);
+      INFO(rows << " rows, n = " << n);
+      REQUIRE(s.tasks >= 1);
+      CHECK(s.rows % 4 == 0);
+      CHECK(s.tasks <= 24);
+      CHECK(size_t(s.rows) * (s.tasks - 1) < size_t(rows));  // no empty block
+      CHECK(size_t(s.rows) * s.tasks >= size_t(rows));
+    }
+  }
+}
+
+TEST_CASE("linear: identical bits with 1, 2 and 4 threads, f32 and q8_0, decode and prefill", "[nn][threads]") {
+  parallel::reserve(4);
+  // (out, in): multiples of the blocks and not, a single block, the output projection's width
+  const int shapes[][2] = {{288, 288}, {768, 288}, {97, 64}, {1376, 512}, {8000, 96}, {30, 32}};
+  for (const auto& sh : shapes) {
+    const int out = sh[0], in = sh[1];
+    std::vector<float> w = randn(size_t(out) * in, uint32_t(out * 7 + in), 1.f / std::sqrt(float(in)));
+    std::vector<float> b = randn(size_t(out), uint32_t(out + 3), 0.1f);
+    std::vector<uint8_t> wq(dtype_bytes(DType::Q8_0, size_t(out) * in));
+    for (int r = 0; r < out; ++r)
+      kernels::quantize_row_q8_0(w.data() + size_t(r) * in, wq.data() + dtype_bytes(DType::Q8_0, size_t(r) * in), in);
+    const Linear lf{Matrix{DType::F32, out, in, w.data()}, b.data()};
+    const Linear lq{Matrix{DType::Q8_0, out, in, wq.data()}, nullptr};
+    for (int n : {1, 2, 7, 64, 300}) {
+      const std::vector<float> x = randn(size_t(n) * in, uint32_t(n * 31 + out));
+      for (const Linear* l : {&lf, &lq}) {
+        INFO(out << "×" << in << ", n = " << n << ", " << dtype_name(l->w.dtype));
+        const std::vector<float> one = run(*l, x, n, 1);
+        CHECK(same_bits(one, run(*l, x, n, 2)));
+        CHECK(same_bits(one, run(*l, x, n, 4)));
+        CHECK(same_bits(one, run(*l, x, n, 3)));
+        // and the same values as one call of the kernel over the whole matrix
+        std::vector<float> whole(size_t(n) * out);
+        if (l->w.dtype == DType::F32) kernels::matmul(x.data(), w.data(), b.data(), whole.data(), n, in, out);
+        else kernels::matmul_q8_0(x.data(), wq.data(), nullptr, whole.data(), n, in, out);
+        CHECK(testutil::max_abs_diff(one.data(), whole.data(), whole.size()) <= 1e-5);
+      }
+    }
+  }
+}
+
+TEST_CASE("linear: the GGML block types (q4_0, q5_0, q4_K) and f16 split over threads give the bits of 1 thread",
+          "[nn][threads]") {
+  parallel::reserve(4);
+  const int shapes[][2] = {{768, 256}, {97, 512}, {8000, 256}};  // in: whole q4_K super-blocks
+  for (const auto& sh : shapes) {
+    const int out = sh[0], in = sh[1];
+    const std::vector<float> w = randn(size_t(out) * in, uint32_t(out * 5 + in), 1.f / std::sqrt(float(in)));
+    const std::vector<float> b = randn(size_t(out), uint32_t(out + 11), 0.1f);
+    for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::F16}) {
+      std::vector<uint8_t> wq(dtype_bytes(t, size_t(out) * in));
+      for (int r = 0; r < out; ++r) {
+        uint8_t* row = wq.data() + dtype_bytes(t, size_t(r) * in);
+        if (t == DType::F16) {
+          auto* h = reinterpret_cast<uint16_t*>(row);
+          for (int i = 0; i < in; ++i) h[i] = f32_to_f16(w[size_t(r) * in + i]);
+        } else {
+          kernels::quantize_row(t, w.data() + size_t(r) * in, row, in);
+        }
+      }
+      const Linear l{Matrix{t, out, in, wq.data()}, b.data()};
+      for (int n : {1, 3, 64, 130}) {
+        const std::vector<float> x = randn(size_t(n) * in, uint32_t(n * 17 + out));
+        INFO(out << "×" << in << ", n = " << n << ", " << dtype_name(t));
+        const std::vector<float> one = run(l, x, n, 1);
+        CHECK(same_bits(one, run(l, x, n, 2)));
+        CHECK(same_bits(one, run(l, x, n, 3)));
+        CHECK(same_bits(one, run(l, x, n, 4)));
+      }
+    }
+  }
+}

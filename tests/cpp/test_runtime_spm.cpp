@@ -1,0 +1,229 @@
+// SentencePiece .model files as tokenizers: ids and decoded text equal python sentencepiece's on the
+// four models trained by tests/fixtures/spm/make_spm_fixtures.py (unigram with nmt_nfkc, byte
+// fallback and user-defined/control symbols; unigram without normalization, dummy prefix or
+// whitespace cleanup; BPE with a rule charsmap and byte fallback; plain BPE), and bad files.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "formats/sentencepiece_model.h"
+#include "runtime/loader.h"
+#include "runtime/sentencepiece_tokenizer.h"
+#include "test_util.h"
+#include "tokenizers/tokenizer.h"
+#include "tokenizers/unicode.h"
+
+using namespace attnlens;
+using Catch::Matchers::Contains;
+using json = nlohmann::json;
+using Ids = std::vector<int>;
+using Proto = SentencePieceModelProto;
+
+namespace {
+
+const json& cases() {
+  static const json doc = json::parse(testutil::read_text(testutil::fixture_path("spm/cases.json")));
+  return doc;
+}
+
+std::vector<uint8_t> model_bytes(const std::string& name) { return testutil::read_bytes(testutil::fixture_path("spm/" + name + ".model")); }
+
+Proto proto(const std::string& name) {
+  static std::map<std::string, std::vector<uint8_t>> files;
+  auto& b = files[name];
+  if (b.empty()) b = model_bytes(name);
+  return read_sentencepiece_model(Bytes{b.data(), b.size(), name + ".model"});
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const attnlens::Error& e) {
+    return e.what();
+  }
+  FAIL("no attnlens::Error thrown");
+  return "";
+}
+
+void check_model(const std::string& name, const std::string& kind) {
+  const auto b = model_bytes(name);
+  const auto tok = runtime::load_sentencepiece_model(Bytes{b.data(), b.size(), name + ".model"});
+  CHECK(tok->kind() == kind);
+  const json& m = cases().at("models").at(name);
+  CHECK(tok->vocab_size() == m.at("fields").at("pieces").get<int>());
+  size_t n = 0;
+  for (const json& c : m.at("cases")) {
+    const std::string text = c.at("text").get<std::string>();
+    INFO(name << " text " << json(text).dump());
+    const Ids ids = c.at("ids").get<Ids>();
+    CHECK(tok->encode(text, false) == ids);
+    CHECK(tok->encode(text, true) == ids);  // sentencepiece adds no BOS/EOS itself
+    CHECK(tok->decode(ids) == c.at("decoded").get<std::string>());
+    for (int id : ids) {
+      const std::string p = tok->piece(id);
+      CHECK(unicode::sanitize_utf8(p) == p);
+    }
+    ++n;
+  }
+  CHECK(n >= 190);
+  // Random bytes (ill-formed UTF-8 included) never crash and decode to valid UTF-8.
+  uint32_t seed = 777;
+  for (int k = 0; k < 50; ++k) {
+    std::string bytes;
+    for (int i = 0; i < 40; ++i) {
+      seed = seed * 1664525u + 1013904223u;
+      bytes.push_back(char(seed >> 24));
+    }
+    const std::string d = tok->decode(tok->encode(bytes, false));
+    CHECK(unicode::sanitize_utf8(d) == d);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sentencepiece .model: unigram + nmt_nfkc + byte fallback + user-defined symbols = sentencepiece's ids", "[runtime][spm]") {
+  check_model("unigram_nfkc", "sentencepiece-unigram");
+}
+TEST_CASE("sentencepiece .model: unigram without normalization, dummy prefix or whitespace cleanup = sentencepiece's ids", "[runtime][spm]") {
+  check_model("unigram_raw", "sentencepiece-unigram");
+}
+TEST_CASE("sentencepiece .model: BPE with a rule charsmap, byte fallback, user-defined symbols = sentencepiece's ids", "[runtime][spm]") {
+  check_model("bpe_rules", "sentencepiece-bpe");
+}
+TEST_CASE("sentencepiece .model: plain BPE with unknown characters = sentencepiece's ids", "[runtime][spm]") {
+  check_model("bpe_plain", "sentencepiece-bpe");
+}
+
+TEST_CASE("sentencepiece .model: special ids, control pieces and labels", "[runtime][spm]") {
+  const auto b = model_bytes("unigram_nfkc");
+  const auto tok = runtime::load_sentencepiece_model(Bytes{b.data(), b.size(), "unigram_nfkc.model"});
+  CHECK(tok->unk_id() == 0);
+  CHECK(tok->bos_id() == 1);
+  CHECK(tok->eos_id() == 2);
+  CHECK(tok->pad_id() == -1);
+  const int ctl = tok->token_id("<ctl>");
+  REQUIRE(ctl >= 0);
+  CHECK(tok->is_special(ctl));
+  CHECK(tok->is_special(1));
+  CHECK_FALSE(tok->is_special(tok->token_id("<sep>")));  // user-defined: text, not special
+  CHECK(tok->decode({1, ctl, 2}) == "");
+}
+
+TEST_CASE("sentencepiece .model: what the engine does not apply is refused", "[runtime][spm][bad]") {
+  const auto refuse = [](Proto p) { return error_of([&] { runtime::make_sentencepiece_model_tokenizer(p); }); };
+  {
+    Proto p = proto("bpe_plain");
+    p.trainer.model_type = Proto::ModelType::Word;
+    CHECK_THAT(refuse(p), Contains("bpe_plain.model: trainer_spec.model_type WORD is not supported"));
+  }
+  {
+    Proto p = proto("bpe_plain");
+    p.trainer.treat_whitespace_as_suffix = true;
+    CHECK_THAT(refuse(p), Contains("treat_whitespace_as_suffix"));
+  }
+  {
+    Proto p = proto("bpe_plain");
+    p.denormalizer.present = true;
+    p.denormalizer.precompiled_charsmap = "xxxxxxxx";
+    CHECK_THAT(refuse(p), Contains("denormalizer_spec has a charsmap"));
+  }
+  {
+    Proto p = proto("bpe_plain");
+    p.pieces[10].type = Proto::PieceType::Unused;
+    CHECK_THAT(refuse(p), Contains("is UNUSED; BPE models with UNUSED pieces are not supported"));
+  }
+  {
+    Proto p = proto("bpe_plain");
+    p.pieces[10].piece = p.pieces[11].piece;
+    CHECK_THAT(refuse(p), Contains("is defined twice (ids 10 and 11)"));
+  }
+  {
+    Proto p = proto("bpe_plain");
+    p.pieces[0].type = Proto::PieceType::Normal;
+    CHECK_THAT(refuse(p), Contains("no piece is UNKNOWN"));
+  }
+  {
+    Proto p = proto("unigram_nfkc");
+    p.trainer.byte_fallback = false;
+    CHECK_THAT(refuse(p), Contains("is a BYTE piece but trainer_spec.byte_fallback is false"));
+  }
+  {
+    Proto p = proto("unigram_nfkc");
+    for (auto& x : p.pieces)
+      if (x.piece == "<0x41>") x.type = Proto::PieceType::Normal;
+    CHECK_THAT(refuse(p), Contains("only 255 of the 256 <0xXX> byte pieces exist"));
+  }
+  {
+    Proto p = proto("bpe_plain");
+    p.trainer.eos_id = 100000;
+    CHECK_THAT(refuse(p), Contains("trainer_spec.eos_id 100000 is outside the vocabulary"));
+  }
+  {  // self-test samples are checked
+    Proto p = proto("unigram_nfkc");
+    p.self_test.push_back({"Hello world", "\xE2\x96\x81Hello \xE2\x96\x81world"});
+    const std::string e = refuse(p);
+    CHECK_THAT(e, Contains("self_test_data sample 0 encodes to"));
+  }
+}
+
+TEST_CASE("sentencepiece .model: the runtime loader classifies it by content", "[runtime][spm]") {
+  const auto bytes = model_bytes("bpe_rules");
+  const runtime::File f{"renamed.bin", bytes};
+  const auto t = runtime::load_tokenizer(f);
+  CHECK(t->kind() == "sentencepiece-bpe");
+  const json& c = cases().at("models").at("bpe_rules").at("cases")[0];
+  CHECK(t->encode(c.at("text").get<std::string>(), false) == c.at("ids").get<Ids>());
+
+  // With a tokenizer_config.json: add_eos_token (T5, Marian) appends </s> when special tokens are asked for.
+  const std::string tc = R"({"add_bos_token": false, "add_eos_token": true, "eos_token": "</s>", "unk_token": "<unk>"})";
+  std::vector<runtime::FilePtr> files{std::make_shared<runtime::File>(runtime::File{"spiece.model", bytes}),
+                                      std::make_shared<runtime::File>(runtime::File{"tokenizer_config.json", std::vector<uint8_t>(tc.begin(), tc.end())})};
+  const runtime::LoadedTokenizer lt = runtime::load_tokenizer_files(files);
+  REQUIRE(lt.tokenizer);
+  CHECK(lt.flags.add_eos);
+
+  // Two tokenizers, and a file named .model that is not one.
+  files.push_back(std::make_shared<runtime::File>(runtime::File{"other.model", model_bytes("bpe_plain")}));
+  CHECK_THAT(error_of([&] { runtime::load_tokenizer_files(files); }), Contains("two SentencePiece model files given"));
+  std::vector<uint8_t> broken = bytes;
+  broken[4] = 0xFF;  // inside the first piece's text
+  CHECK_THAT(error_of([&] { runtime::load_tokenizer(runtime::File{"broken.model", broken}); }),
+             Contains("broken.model: byte 2: pieces[0]: piece (5 bytes) is not valid UTF-8"));
+}
+
+TEST_CASE("Marian: source.spm + vocab.json give MarianTokenizer's ids (sentencepiece pieces looked up in vocab.json)", "[runtime][spm][marian]") {
+  const std::string vocab = testutil::read_text(testutil::fixture_path("spm/marian_vocab.json"));
+  const auto file = [](const std::string& name, const std::string& bytes) {
+    return std::make_shared<runtime::File>(runtime::File{name, std::vector<uint8_t>(bytes.begin(), bytes.end())});
+  };
+  const auto spm = model_bytes("unigram_nfkc");
+  const std::string spm_text(spm.begin(), spm.end());
+  const runtime::LoadedTokenizer lt = runtime::load_tokenizer_files({file("source.spm", spm_text), file("vocab.json", vocab)});
+  const Tokenizer& t = *lt.tokenizer;
+  CHECK(t.kind() == "marian-unigram");
+  CHECK(t.eos_id() == 0);
+  CHECK(t.unk_id() == 1);
+  const json ref = json::parse(testutil::read_text(testutil::fixture_path("spm/marian_cases.json")));
+  REQUIRE(ref.at("dropped").get<int>() > 0);  // some pieces are missing from vocab.json: <unk>
+  size_t n = 0;
+  for (const json& c : ref.at("cases")) {
+    const std::string text = c.at("text").get<std::string>();
+    INFO("text " << json(text).dump());
+    const Ids ids = c.at("ids").get<Ids>();
+    CHECK(t.encode(text, true) == ids);
+    CHECK(t.decode(ids) == c.at("decoded").get<std::string>());
+    ++n;
+  }
+  CHECK(n >= 150);
+  // vocab.json must name Marian's special tokens, with distinct integer ids.
+  CHECK_THAT(error_of([&] { runtime::load_tokenizer_files({file("source.spm", spm_text), file("vocab.json", R"({"</s>": 0, "<unk>": 1})")}); }),
+             Contains("vocab.json: has no \"<pad>\""));
+  CHECK_THAT(error_of([&] { runtime::load_tokenizer_files({file("source.spm", spm_text), file("vocab.json", R"({"</s>": 0, "<unk>": 0})")}); }),
+             Contains("have the same id 0"));
+  CHECK_THAT(error_of([&] { runtime::load_tokenizer_files({file("source.spm", spm_text), file("vocab.json", R"({"</s>": "a"})")}); }),
+             Contains("vocab.json: the id of \"</s>\" must be an integer"));
+}

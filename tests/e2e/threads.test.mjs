@@ -1,0 +1,151 @@
+// Threads in headless Chromium. A page served with COOP/COEP (cross-origin isolated) and the strict
+// CSP of package_csp.test.mjs loads the pthreads build by itself, runs a model with 2 threads in
+// its own thread and with 2 threads in worker mode; the same page without COOP/COEP loads the
+// single-thread build (threads requested, 1 given). All three compute the same bits (logits,
+// attention rows, tokens), and no CSP violation or error happens.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
+import { kjv, noKjv, root } from '../js/fixtures/models.mjs';
+import { serve } from '../js/fixtures/server.mjs';
+
+const missing = (await chromiumMissing()) || noKjv;
+if (missing) console.log(`SKIPPED: ${missing}`);
+
+const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; object-src 'none'; base-uri 'none'; report-uri /__csp-report";
+const ISOLATED = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+};
+
+const APP = `
+import { loadModel, engineInfo } from '/vendor/attnlens/web/src/index.mjs';
+const b64 = (a) => { let s = ''; const u = new Uint8Array(a.buffer, a.byteOffset, a.byteLength); for (let i = 0; i < u.length; i++) s += String.fromCharCode(u[i]); return btoa(s); };
+async function exercise(model) {
+  const { ids } = await model.tokenize('And God said, Let there be light');
+  const f = await model.forward(ids, { attentions: true });
+  const g = await model.generate(ids, { maxNewTokens: 16, temperature: 0 });
+  const rows = [];
+  for await (const s of model.stream(ids, { maxNewTokens: 6, temperature: 0, attentions: true }))
+    rows.push(s.attentions.records.map((r) => b64(r.data)));
+  return { threads: model.info.threads, logits: b64(f.logits), attention: f.attentions.records.map((r) => b64(r.data)),
+           tokens: g.tokens, rows };
+}
+const out = {};
+try {
+  out.isolated = self.crossOriginIsolated;
+  out.engine = await engineInfo();
+  const here = await loadModel('/models/kjv-gpt2/', { threads: 2 });
+  out.thread = await exercise(here);
+  await here.dispose();
+  const inWorker = await loadModel('/models/kjv-gpt2/', { threads: 2, worker: true });
+  out.worker = await exercise(inWorker);
+  out.worker.engine = await inWorker.engineInfo();
+  await inWorker.dispose();
+} catch (e) {
+  out.error = String(e && e.stack || e);
+}
+window.__result = out;
+`;
+
+let browser;
+let servers = [];
+let dir;
+const reports = [];
+
+async function start(headers) {
+  const server = await serve({
+    '/__csp-report': (req, res) => {
+      let body = '';
+      req.on('data', (c) => { body += c; });
+      req.on('end', () => { reports.push(body); res.statusCode = 204; res.end(); });
+      return true;
+    },
+    '/favicon.ico': (req, res) => { res.statusCode = 204; res.end(); return true; },
+    '/app/': dir,
+    '/vendor/attnlens/web/src/': join(root, 'web/src'),
+    '/vendor/attnlens/dist/wasm/': join(root, 'dist/wasm'),
+    // the package's bundled @huggingface/jinja (web/src/chat.mjs imports it by relative path)
+    '/vendor/attnlens/node_modules/@huggingface/jinja/': join(root, 'node_modules/@huggingface/jinja'),
+    '/models/kjv-gpt2/': kjv.dir,
+  }, { headers: { 'Content-Security-Policy': CSP, 'Cache-Control': 'no-store', ...headers } });
+  servers.push(server);
+  return server;
+}
+
+async function run(server) {
+  const page = await browser.ctx.newPage();
+  await page.goto(server.url('/app/index.html'));
+  await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 90_000 });
+  const r = await page.evaluate(() => window.__result);
+  await page.close();
+  assert.equal(r.error, undefined, r.error);
+  return r;
+}
+
+before(async () => {
+  if (missing) return;
+  dir = mkdtempSync(join(tmpdir(), 'attnlens-threads-'));
+  writeFileSync(join(dir, 'index.html'), `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="/favicon.ico">
+<script type="module" src="./boot.mjs"></script></head><body></body></html>`);
+  // A module that cannot load (a missing import) is reported as the result, not waited for.
+  writeFileSync(join(dir, 'boot.mjs'), "import('./app.mjs').catch((e) => { window.__result = { error: String(e && e.stack || e) }; });\n");
+  writeFileSync(join(dir, 'app.mjs'), APP);
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  for (const s of servers) await s.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test('cross-origin isolated page: the pthreads build, 2 threads in the page and in worker mode; without isolation the single build; same bits', { skip: missing, timeout: 180_000 }, async (t) => {
+  const isolated = await start(ISOLATED);
+  const plain = await start({});
+  const mt = await run(isolated);
+  const st = await run(plain);
+  t.diagnostic(`isolated: ${JSON.stringify(mt.engine)}; not isolated: ${JSON.stringify(st.engine)}`);
+
+  assert.equal(mt.isolated, true);
+  assert.equal(mt.engine.build, 'threads');
+  assert.equal(mt.thread.threads, 2);
+  assert.equal(mt.worker.threads, 2);
+  assert.equal(mt.worker.engine.build, 'threads');
+  assert.ok(mt.worker.engine.threads >= 2);
+  assert.equal(st.isolated, false);
+  assert.equal(st.engine.build, 'single');
+  assert.equal(st.thread.threads, 1);
+  assert.equal(st.worker.threads, 1);
+  assert.equal(st.worker.engine.build, 'single');
+
+  for (const r of [mt.worker, st.thread, st.worker]) {
+    assert.equal(r.logits, mt.thread.logits);
+    assert.deepEqual(r.attention, mt.thread.attention);
+    assert.deepEqual(r.tokens, mt.thread.tokens);
+    assert.deepEqual(r.rows, mt.thread.rows);
+  }
+
+  // The pthread workers came from the package's folder (the glue is found by the same URL).
+  const paths = servers[0].requests.map((q) => q.path);
+  assert.ok(paths.includes('/vendor/attnlens/dist/wasm/attnlens-mt.worker.js'), paths.join(' '));
+  assert.ok(paths.includes('/vendor/attnlens/dist/wasm/attnlens-mt.wasm'));
+  assert.ok(!servers[1].requests.some((q) => q.path.includes('attnlens-mt')), 'the plain page fetched the threads build');
+
+  await new Promise((r) => setTimeout(r, 500));  // CSP reports arrive asynchronously
+  assert.deepEqual(reports, [], `CSP violations:\n${reports.join('\n')}`);
+  // Loading an HF folder asks for its optional files (web/src/sources.mjs): kjv-gpt2 has no
+  // tokenizer_config.json, and the page's console reports each such 404. Those, and only those, are
+  // expected: every other request was for a file that exists.
+  const optional = new Set(['tokenizer_config.json', 'model.safetensors.index.json', 'chat_template.jinja']);
+  const absent = servers.flatMap((s) => s.requests.map((q) => q.path))
+    .filter((p) => p.startsWith('/models/kjv-gpt2/') && !existsSync(join(kjv.dir, p.slice('/models/kjv-gpt2/'.length))));
+  assert.deepEqual(absent.filter((p) => !optional.has(basename(p))), []);
+  const notFound = (l) => l.type === 'error' && /Failed to load resource: the server responded with a status of 404/.test(l.text);
+  assert.ok(browser.logs.filter(notFound).length <= absent.length);
+  const bad = browser.logs.filter((l) => !notFound(l) && (l.type === 'error' || l.type === 'pageerror' || /Content Security Policy|Refused to/i.test(l.text)));
+  assert.deepEqual(bad, []);
+});
