@@ -32,13 +32,21 @@ int nearest_int(float v) {
   return (i & 0x007fffff) - 0x00400000;
 }
 
+// 1/d for a block scale d; 0 when d is 0 or so small (subnormal) that 1/d overflows: x·(1/d) would be
+// ±inf (or NaN for x = 0) and its cast to an integer undefined behaviour (found by tests/fuzz fuzz_load).
+// Such a d is 0 once stored as f16, so the block dequantizes to zeros either way.
+float inverse_scale(float d) {
+  const float id = d != 0.f ? 1.f / d : 0.f;
+  return std::isfinite(id) ? id : 0.f;
+}
+
 // q8_0: d = amax/127, q = round-half-away(x/d).
 void quantize_q8_0(const float* x, uint8_t* out, int k) {
   for (int b = 0; b < k / 32; ++b, x += 32, out += qb::kBytesQ8_0) {
     float amax = 0.f;
     for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(x[i]));
     const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
+    const float id = inverse_scale(d);
     put_f16(out, d);
     for (int i = 0; i < 32; ++i) out[2 + i] = uint8_t(int8_t(std::round(x[i] * id)));
   }
@@ -55,7 +63,7 @@ void quantize_q4_0(const float* x, uint8_t* out, int k) {
         max = x[i];
       }
     const float d = max / -8.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
+    const float id = inverse_scale(d);
     put_f16(out, d);
     for (int j = 0; j < 16; ++j) {
       const int lo = std::min(15, int(int8_t(x[j] * id + 8.5f)));
@@ -75,7 +83,7 @@ void quantize_q5_0(const float* x, uint8_t* out, int k) {
         max = x[i];
       }
     const float d = max / -16.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
+    const float id = inverse_scale(d);
     put_f16(out, d);
     uint32_t qh = 0;
     for (int j = 0; j < 16; ++j) {

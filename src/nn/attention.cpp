@@ -86,9 +86,8 @@ void scaled_dot_product_attention(const AttentionInput& in, const AttentionShape
   constexpr int kQueryBlock = 16;
   const int blocks = (n + kQueryBlock - 1) / kQueryBlock;
   const size_t row = size_t(m) + 1;
-  thread_local std::vector<float> scratch;
-  const size_t need = out.weights && !out.head_mask ? 0 : row * size_t(parallel::slots());
-  if (scratch.size() < need) scratch.resize(need);
+  // per call (one row per thread slot), not a per-thread high-water buffer kept after the model is gone
+  std::vector<float> scratch(out.weights && !out.head_mask ? 0 : row * size_t(parallel::slots()));
   float* rows = scratch.data();
 
   parallel::for_each_slot(shape.n_heads * blocks, [&](int task, int slot) noexcept {

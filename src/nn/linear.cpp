@@ -59,8 +59,8 @@ void linear(const Linear& l, const float* x, int n, float* y) {
   // ([rows][count] at rows·first), then its columns are placed in y. At most 1 Mi floats of scratch:
   // x is taken in chunks of rows (the output projection's 32000 columns: 32 rows at a time).
   const int chunk = std::max(1, std::min(n, (1 << 20) / out));
-  thread_local std::vector<float> scratch;
-  if (scratch.size() < size_t(chunk) * out) scratch.resize(size_t(chunk) * out);
+  // per call, not kept per thread: a high-water buffer would keep a large model's size for good
+  std::vector<float> scratch(size_t(chunk) * out);
   float* tmp = scratch.data();
   for (int i0 = 0; i0 < n; i0 += chunk) {
     const int rows = std::min(chunk, n - i0);

@@ -198,10 +198,10 @@ void read_vocab(Scanner& sc, VocabLists& lists, int64_t max_vocab) {
           fail("model.vocab[\"", brief_name(piece), "\"] must be a token id (a non-negative integer below ", kMaxVocab, ")");
         const std::string_view num = sc.number();
         int64_t id = 0;
-        bool ok = !num.empty() && num[0] != '-' && num.size() <= 9;
-        for (char d : num) {
-          if (d < '0' || d > '9') ok = false;
-          else id = id * 10 + (d - '0');
+        bool ok = !num.empty() && num[0] != '-' && num.size() <= 9;  // at most 9 digits: no overflow
+        for (size_t i = 0; ok && i < num.size(); ++i) {
+          if (num[i] < '0' || num[i] > '9') ok = false;
+          else id = id * 10 + (num[i] - '0');
         }
         if (!ok || id >= kMaxVocab)
           fail("model.vocab[\"", brief_name(piece), "\"] is ", num.substr(0, 24), ": it must be a token id (a non-negative integer below ",

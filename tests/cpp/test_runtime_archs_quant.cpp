@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "runtime/loader.h"
+#include "llamacpp_compare.h"
 #include "test_util.h"
 
 using namespace attnlens;
@@ -53,30 +54,8 @@ runtime::FilePtr load_file(const std::string& name) {
 
 constexpr int kLlamaCppContext = 1024;  // llamacpp_logits.mjs's context (Phi-3 takes its long RoPE factors)
 
-// One position: largest difference, and whether llama.cpp's top-1 (when its margin over the second
-// exceeds `tol`) is ours.
-struct Row {
-  double max = 0, sum2 = 0;
-  bool top1_checked = false, top1_ok = true;
-};
-
-Row compare_row(const float* ours, const float* want, int V, double tol) {
-  Row r;
-  int best = 0, ours_best = 0;
-  for (int v = 0; v < V; ++v) {
-    const double d = std::isnan(ours[v]) ? INFINITY : std::fabs(double(ours[v]) - want[v]);
-    r.max = std::max(r.max, d);
-    r.sum2 += d * d;
-    if (want[v] > want[best]) best = v;
-    if (ours[v] > ours[ours_best]) ours_best = v;
-  }
-  float second = -INFINITY;
-  for (int v = 0; v < V; ++v)
-    if (v != best) second = std::max(second, want[v]);
-  r.top1_checked = want[best] - second > tol;
-  r.top1_ok = !r.top1_checked || ours_best == best;
-  return r;
-}
+using llamacpp_compare::Row;
+using llamacpp_compare::compare_row;
 
 // Logits of every position: one prefill, token by token, two chunks.
 std::vector<std::vector<float>> run_three_ways(const models::Model& model, const std::vector<int>& ids) {

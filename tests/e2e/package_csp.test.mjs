@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
 import { kjv, noKjv, noStories, root, stories } from '../js/fixtures/models.mjs';
-import { serve } from '../js/fixtures/server.mjs';
+import { serve, unexpectedConsoleErrors } from '../js/fixtures/server.mjs';
 
 const missing = (await chromiumMissing()) || (noStories && noKjv && 'no model: neither ../shared stories260K nor models/kjv-gpt2');
 if (missing) console.log(`SKIPPED: ${missing}`);
@@ -186,8 +186,7 @@ test('strict CSP, nested page path: in-thread and worker mode load, generate, st
   // No CSP violation anywhere (reports are sent asynchronously: give them a moment).
   await page.waitForTimeout(500);
   assert.deepEqual(reports, [], `CSP violations:\n${reports.join('\n')}`);
-  const bad = logs.filter((l) => l.type === 'error' || l.type === 'pageerror' || /Content Security Policy|Refused to/i.test(l.text));
-  assert.deepEqual(bad, []);
+  assert.deepEqual(unexpectedConsoleErrors(logs, server.requests), []);
   // The wasm and the worker were fetched from where the package is, not from the page's folder.
   const paths = server.requests.map((q) => q.path);
   assert.ok(paths.includes('/vendor/attnlens/dist/wasm/attnlens.wasm'));

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
 import { kjv, noKjv, noStories, root, stories } from '../js/fixtures/models.mjs';
-import { serve } from '../js/fixtures/server.mjs';
+import { serve, unexpectedConsoleErrors } from '../js/fixtures/server.mjs';
 
 const vite = join(root, 'node_modules', 'vite', 'bin', 'vite.js');
 const missing = (!existsSync(vite) && 'vite is not installed (npm install --no-save vite@7, or add vite@7 to devDependencies)')
@@ -168,7 +168,7 @@ test('vite build (no config) of an app importing "attnlens": runs in Chromium un
 
   await page.waitForTimeout(300);
   assert.deepEqual(reports, [], reports.join('\n'));
-  assert.deepEqual(logs.filter((l) => l.type === 'error' || l.type === 'pageerror'), []);
+  assert.deepEqual(unexpectedConsoleErrors(logs, server.requests, isolated.requests), []);
 });
 
 test('vite: a Worker the app makes itself (import W from "attnlens/worker?worker"), two models in it', { skip: missing || noWorkerExport, timeout: 240_000 }, async () => {

@@ -4,13 +4,13 @@
 // single-thread build (threads requested, 1 given). All three compute the same bits (logits,
 // attention rows, tokens), and no CSP violation or error happens.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
 import { kjv, noKjv, root } from '../js/fixtures/models.mjs';
-import { serve } from '../js/fixtures/server.mjs';
+import { serve, unexpectedConsoleErrors } from '../js/fixtures/server.mjs';
 
 const missing = (await chromiumMissing()) || noKjv;
 if (missing) console.log(`SKIPPED: ${missing}`);
@@ -137,15 +137,5 @@ test('cross-origin isolated page: the pthreads build, 2 threads in the page and 
 
   await new Promise((r) => setTimeout(r, 500));  // CSP reports arrive asynchronously
   assert.deepEqual(reports, [], `CSP violations:\n${reports.join('\n')}`);
-  // Loading an HF folder asks for its optional files (web/src/sources.mjs): kjv-gpt2 has no
-  // tokenizer_config.json, and the page's console reports each such 404. Those, and only those, are
-  // expected: every other request was for a file that exists.
-  const optional = new Set(['tokenizer_config.json', 'model.safetensors.index.json', 'chat_template.jinja']);
-  const absent = servers.flatMap((s) => s.requests.map((q) => q.path))
-    .filter((p) => p.startsWith('/models/kjv-gpt2/') && !existsSync(join(kjv.dir, p.slice('/models/kjv-gpt2/'.length))));
-  assert.deepEqual(absent.filter((p) => !optional.has(basename(p))), []);
-  const notFound = (l) => l.type === 'error' && /Failed to load resource: the server responded with a status of 404/.test(l.text);
-  assert.ok(browser.logs.filter(notFound).length <= absent.length);
-  const bad = browser.logs.filter((l) => !notFound(l) && (l.type === 'error' || l.type === 'pageerror' || /Content Security Policy|Refused to/i.test(l.text)));
-  assert.deepEqual(bad, []);
+  assert.deepEqual(unexpectedConsoleErrors(browser.logs, ...servers.map((s) => s.requests)), []);
 });
