@@ -76,6 +76,7 @@ struct Roles {
   const File* spm = nullptr;         // a SentencePiece model (spiece.model, Marian's source.spm, ...)
   const File* spm_target = nullptr;  // Marian's target.spm
   const File* vocab_json = nullptr;  // Marian's vocab.json (piece -> id), used with a SentencePiece model
+  const File* target_vocab_json = nullptr;  // Marian's target_vocab.json (separate vocabularies), with target.spm
   const File* generation_config = nullptr;
   // The tokenizer's configuration (tokenizer_config.h).
   const File* tokenizer_config = nullptr;
@@ -137,6 +138,7 @@ Roles classify(const std::vector<FilePtr>& files) {
         else if (name == "special_tokens_map.json") assign(r.special_tokens_map, f, "special_tokens_map.json");
         else if (name == "chat_template.json") assign(r.chat_template_json, f, "chat_template.json");
         else if (name == "vocab.json") assign(r.vocab_json, f, "vocab.json");
+        else if (name == "target_vocab.json") assign(r.target_vocab_json, f, "target_vocab.json");
         else {  // by content: a tokenizer.json has "model"; a config.json "architectures" or "model_type";
                 // a tokenizer_config.json "tokenizer_class", "chat_template" or "added_tokens_decoder"
           nlohmann::json j = parse_json(f);
@@ -167,6 +169,17 @@ std::unique_ptr<Tokenizer> spm_tokenizer(const Roles& r) {
   const SentencePieceModelProto m = read_sentencepiece_model(bytes_of(*r.spm));
   if (!r.vocab_json) return make_sentencepiece_model_tokenizer(m);
   return make_marian_tokenizer(m, parse_json(*r.vocab_json), r.vocab_json->name);
+}
+
+// Marian's target tokenizer (transformers' MarianTokenizer in target mode): target.spm segments a
+// target text and decodes the decoder's tokens, whose ids are vocab.json's (target_vocab.json's when
+// the vocabularies are separate).
+std::unique_ptr<Tokenizer> marian_target_tokenizer(const Roles& r) {
+  AL_CHECK(r.spm && r.vocab_json, r.spm_target->name, ": Marian's target.spm is read together with source.spm and ",
+           "vocab.json (", r.spm ? "vocab.json" : "source.spm", " was not given)");
+  const File& vocab = r.target_vocab_json ? *r.target_vocab_json : *r.vocab_json;
+  const SentencePieceModelProto m = read_sentencepiece_model(bytes_of(*r.spm_target));
+  return make_marian_tokenizer(m, parse_json(vocab), vocab.name);
 }
 
 void set_prompt_format(const models::Model& model, const Tokenizer* tok, const nlohmann::json& config,
@@ -430,6 +443,8 @@ LoadedTokenizer load_tokenizer_files(const std::vector<FilePtr>& files, int voca
   AL_CHECK(int(!!r.tokenizer_json) + int(!!r.llama_tokenizer_bin) + int(!!r.gguf) + int(!!r.spm) + int(!!r.spm_target) == 1,
            "several tokenizers were given: give one (tokenizer.json, tokenizer.bin, a SentencePiece .model or a GGUF) and ",
            "its configuration files");
+  AL_CHECK(!r.target_vocab_json, r.target_vocab_json ? r.target_vocab_json->name : "",
+           ": a target vocabulary belongs to an encoder-decoder model's files (a tokenizer alone reads its input)");
   LoadedTokenizer out;
   out.tokenizer = main == r.spm ? in_file(r.spm->name, [&] { return spm_tokenizer(r); }) : load_tokenizer(*main, vocab_size);
   if (r.gguf) out.config = read_gguf_tokenizer_config(read_gguf(bytes_of(*r.gguf)).config, r.gguf->name);
@@ -500,10 +515,14 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
   const models::ModelInfo& mi = out->model_->info();
   AL_CHECK(!(r.tokenizer_json && r.spm), "two tokenizers were given: ", r.tokenizer_json ? r.tokenizer_json->name : "", " and ",
            r.spm ? r.spm->name : "", " (give one)");
-  if (r.spm_target)
-    fail(r.spm_target->name, ": a separate target vocabulary (Marian's target.spm) needs an encoder-decoder model that ",
-         "reads its output with a second tokenizer");
   if (r.spm) out->tokenizer_ = in_file(r.spm->name, [&] { return spm_tokenizer(r); });
+  AL_CHECK(!r.target_vocab_json || r.spm_target, r.target_vocab_json ? r.target_vocab_json->name : "",
+           ": target_vocab.json is read with Marian's target.spm, which was not given");
+  if (r.spm_target) {
+    AL_CHECK(mi.kind == models::ModelKind::EncoderDecoder, r.spm_target->name, ": a target tokenizer (Marian's target.spm) ",
+             "reads an encoder-decoder's output, but ", mi.architecture, " is ", models::model_kind_name(mi.kind));
+    out->target_tokenizer_ = in_file(r.spm_target->name, [&] { return marian_target_tokenizer(r); });
+  }
   if (r.tokenizer_json)
     out->tokenizer_ = in_file(r.tokenizer_json->name, [&] {
       return load_hf_tokenizer(

@@ -354,3 +354,82 @@ TEST_CASE("encoder-decoder bad input: no decoder start token, a source past the 
   CHECK_ERROR(with_config("t5", [](nlohmann::json& c) { c["num_decoder_layers"] = 1; }),
               "tensor decoder.block.1.");
 }
+
+// --- Marian's two SentencePiece models -------------------------------------------------------------
+
+TEST_CASE("Marian with source.spm, target.spm and vocab.json (+ target_vocab.json): the source is read by source.spm, "
+          "target text and the decoder's tokens by target.spm, as MarianTokenizer does",
+          "[runtime][encdec][marian][spm]") {
+  // tests/fixtures/spm/make_marian_pair_fixture.py: source.spm = unigram_nfkc.model (dummy prefix,
+  // extra spaces removed), target.spm = unigram_raw.model (spaces kept), ids computed with sentencepiece
+  const nlohmann::json ref = nlohmann::json::parse(testutil::read_text(testutil::fixture_path("spm/marian_pair_cases.json")));
+  const auto spm_file = [](const std::string& fixture, const std::string& name) {
+    return bytes_file(name, testutil::read_bytes(testutil::fixture_path("spm/" + fixture)));
+  };
+  for (const std::string layout : {"shared", "separate"}) {
+    INFO(layout << " vocabularies");
+    const std::string folder = layout == "shared" ? "../encdec/marian/" : "../encdec/marian_separate/";
+    std::vector<FilePtr> files = {file(folder + "config.json"), file(folder + "model.safetensors"),
+                                  file(folder + "generation_config.json"), spm_file("unigram_nfkc.model", "source.spm"),
+                                  spm_file("unigram_raw.model", "target.spm"), spm_file("marian_pair_vocab.json", "vocab.json")};
+    if (layout == "separate") files.push_back(spm_file("marian_pair_target_vocab.json", "target_vocab.json"));
+    auto m = load_model(files);
+    REQUIRE(m->tokenizer());
+    REQUIRE(m->output_tokenizer() != m->tokenizer());
+    const Tokenizer& source = *m->tokenizer();
+    const Tokenizer& target = *m->output_tokenizer();
+    CHECK(target.kind() == "marian-unigram");
+    CHECK(target.vocab_size() == (layout == "shared" ? 90 : 70));
+    int differ = 0;
+    for (const nlohmann::json& c : ref.at(layout)) {
+      const std::string text = c.at("text").get<std::string>();
+      INFO("text " << nlohmann::json(text).dump());
+      const std::vector<int> target_ids = c.at("target_ids").get<std::vector<int>>();
+      CHECK(generate::encode_prompt(source, m->prompt_format(), text) == c.at("source_ids").get<std::vector<int>>());
+      CHECK(target.encode(text, true) == target_ids);
+      CHECK(target.decode(target_ids) == c.at("target_decoded").get<std::string>());
+      differ += c.at("source_decoded") != c.at("target_decoded");
+    }
+    CHECK(differ >= 2);  // the fixture tells the two models' decoding apart
+
+    // generation from the source's ids: the tokens are read by target.spm (the bindings decode with
+    // output_tokenizer(), session.cpp)
+    const std::vector<int> src = ref.at(layout).at(3).at("source_ids").get<std::vector<int>>();
+    auto s = m->model().new_session();
+    generate::GenerateOptions o;
+    o.max_new_tokens = 8;
+    const auto r = generate::generate_from_tokens(m->model(), target, m->prompt_format(), *s, src, o);
+    CHECK(r.source == src);
+    REQUIRE(r.tokens.size() > size_t(r.prompt_tokens));
+    const std::vector<int> out(r.tokens.begin() + r.prompt_tokens, r.tokens.end());
+    CHECK(r.text == target.decode(out));
+  }
+}
+
+TEST_CASE("Marian target.spm bad input: without source.spm / vocab.json, target_vocab.json alone, an encoder-only model",
+          "[runtime][encdec][marian][spm][errors]") {
+  const auto spm_file = [](const std::string& fixture, const std::string& name) {
+    return bytes_file(name, testutil::read_bytes(testutil::fixture_path("spm/" + fixture)));
+  };
+  const std::vector<FilePtr> marian = {file("../encdec/marian/config.json"), file("../encdec/marian/model.safetensors")};
+  auto with = [&](std::vector<FilePtr> extra, std::vector<FilePtr> base) {
+    for (auto& f : extra) base.push_back(f);
+    return base;
+  };
+  CHECK_ERROR(load_model(with({spm_file("unigram_raw.model", "target.spm"), spm_file("marian_pair_vocab.json", "vocab.json")}, marian)),
+              "target.spm: Marian's target.spm is read together with source.spm and vocab.json (source.spm was not given)");
+  CHECK_ERROR(load_model(with({spm_file("unigram_nfkc.model", "source.spm"), spm_file("unigram_raw.model", "target.spm")}, marian)),
+              "(vocab.json was not given)");
+  CHECK_ERROR(load_model(with({spm_file("unigram_nfkc.model", "source.spm"), spm_file("marian_pair_vocab.json", "vocab.json"),
+                               spm_file("marian_pair_target_vocab.json", "target_vocab.json")}, marian)),
+              "target_vocab.json: target_vocab.json is read with Marian's target.spm, which was not given");
+  // a target vocabulary larger than the decoder's is refused
+  CHECK_ERROR(load_model(with({spm_file("unigram_nfkc.model", "source.spm"), spm_file("unigram_raw.model", "target.spm"),
+                               spm_file("marian_pair_vocab.json", "vocab.json"), spm_file("marian_pair_vocab.json", "target_vocab.json")},
+                              {file("../encdec/marian_separate/config.json"), file("../encdec/marian_separate/model.safetensors")})),
+              "the target tokenizer has 90 tokens but the decoder only 70");
+  CHECK_ERROR(load_model(with({spm_file("unigram_nfkc.model", "source.spm"), spm_file("unigram_raw.model", "target.spm"),
+                               spm_file("marian_pair_vocab.json", "vocab.json")},
+                              {file("../encoders/bert_mlm/config.json"), file("../encoders/bert_mlm/model.safetensors")})),
+              "target.spm: a target tokenizer (Marian's target.spm) reads an encoder-decoder's output, but bert is encoder-only");
+}

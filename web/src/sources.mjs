@@ -5,7 +5,7 @@
 //                                        tokenizer.json, model.safetensors or the index + shards,
 //                                        tokenizer_config.json, chat_template.jinja; without a
 //                                        tokenizer.json, a SentencePiece model: spiece.model,
-//                                        Marian's source.spm + vocab.json, sentencepiece.bpe.model,
+//                                        Marian's source.spm + vocab.json + target.spm (+ target_vocab.json), sentencepiece.bpe.model,
 //                                        tokenizer.model)
 //   several URLs                         ["…/stories15M.bin", "…/tokenizer.bin"]
 //   File / Blob objects (dropped files), ArrayBuffers or typed arrays (named "file0", "file1", …
@@ -224,7 +224,11 @@ async function folderUrls(folder, { signal, cache }) {
     const spm = ['spiece.model', 'source.spm', 'sentencepiece.bpe.model', 'tokenizer.model'];
     const found = await Promise.all(spm.map((n) => exists(at(n), signal, store)));
     for (const [i, n] of spm.entries()) if (found[i]) urls.push(at(n));
-    if (found[1] && (await exists(at('vocab.json'), signal, store))) urls.push(at('vocab.json'));
+    if (found[1]) {  // Marian: vocab.json, target.spm (reads the output) and, with separate vocabularies, target_vocab.json
+      const marian = ['vocab.json', 'target.spm', 'target_vocab.json'];
+      const here = await Promise.all(marian.map((n) => exists(at(n), signal, store)));
+      for (const [i, n] of marian.entries()) if (here[i]) urls.push(at(n));
+    }
   }
   if (has['generation_config.json']) urls.push(at('generation_config.json'));
   if (has['tokenizer_config.json']) {
@@ -278,10 +282,6 @@ async function nodePathEntries(path) {
     // A folder with tokenizer.json may also keep the SentencePiece model it was converted from
     // (T5's spiece.model): the tokenizer.json is the one loaded, as from a folder URL.
     if (files.includes('tokenizer.json')) files = files.filter((f) => !/\.(model|spm)$/i.test(f));
-    // Marian: source.spm segments the text and the output is read through vocab.json with source.spm's
-    // decoding rules; a second (target) tokenizer is not supported yet, so a folder's target.spm is
-    // not read (given explicitly, it is an error).
-    files = files.filter((f) => f !== 'target.spm');
     paths = files.sort().map((f) => pathMod.join(path, f));
     if (!paths.length) throw new Error(`${path}: the folder holds no model files (.bin, .gguf, .safetensors, .json, .model)`);
     for (const rel of await moduleConfigs(async (f) => fs.readFile(pathMod.join(path, f), 'utf8').catch(() => null))) {
