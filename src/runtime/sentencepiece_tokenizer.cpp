@@ -129,12 +129,49 @@ std::unique_ptr<tok::Model> bpe(const Proto& m, int unk, std::vector<tok::SpmPie
 // A model whose ids are another vocabulary's: the inner model's ids mapped through `map`.
 class VocabMappedModel final : public tok::Model {
  public:
-  VocabMappedModel(std::unique_ptr<tok::Model> inner, std::vector<int> map, std::vector<std::string> pieces, int unk)
-      : inner_(std::move(inner)), map_(std::move(map)), pieces_(std::move(pieces)), index_(pieces_), unk_(unk) {}
+  VocabMappedModel(std::unique_ptr<tok::Model> inner, int inner_unk, std::vector<int> map, std::vector<std::string> pieces,
+                   int unk)
+      : inner_(std::move(inner)), inner_unk_(inner_unk), map_(std::move(map)), pieces_(std::move(pieces)), index_(pieces_),
+        unk_(unk) {}
+  // An unknown stretch of the text is looked up in the vocabulary by its text, as MarianTokenizer
+  // looks up the piece sentencepiece returns for it (the characters themselves): a character the
+  // SentencePiece model lacks may still be a piece of vocab.json (a shared vocabulary's other side).
   void encode_word(std::string_view word, std::vector<int>& out) const override {
     const size_t from = out.size();
     inner_->encode_word(word, out);
-    for (size_t i = from; i < out.size(); ++i) out[i] = map_[size_t(out[i])];
+    const int inner_unk = inner_unk_;
+    const std::vector<std::string>& inner_pieces = inner_->pieces();
+    // The unknown stretch's bytes: from where the known pieces before it end to where the next
+    // piece's text starts (sentencepiece gives one unknown piece per stretch); a byte piece (1 byte
+    // of text, 6 of piece) or two unknown pieces in a row leave it <unk>.
+    size_t pos = 0;
+    bool exact = true;
+    for (size_t i = from; i < out.size(); ++i) {
+      const int id = out[i];
+      if (id != inner_unk) {
+        const std::string& piece = inner_pieces[size_t(id)];
+        if (piece.size() == 6 && piece.compare(0, 3, "<0x") == 0) exact = false;
+        pos += piece.size();
+        out[i] = map_[size_t(id)];
+        continue;
+      }
+      size_t end = word.size();
+      if (i + 1 < out.size()) {
+        if (out[i + 1] == inner_unk) exact = false;
+        const std::string& next = exact ? inner_pieces[size_t(out[i + 1])] : std::string();
+        end = exact ? word.find(next, pos + 1) : std::string_view::npos;
+        if (end == std::string_view::npos) exact = false;
+      }
+      int mapped = unk_;
+      if (exact && end > pos && end <= word.size()) {
+        const int v = index_.find(word.substr(pos, end - pos));
+        if (v >= 0) mapped = v;
+        pos = end;
+      } else {
+        exact = false;
+      }
+      out[i] = mapped;
+    }
   }
   const std::vector<std::string>& pieces() const override { return pieces_; }
   int token_to_id(std::string_view piece) const override { return index_.find(piece); }
@@ -143,6 +180,7 @@ class VocabMappedModel final : public tok::Model {
 
  private:
   std::unique_ptr<tok::Model> inner_;
+  int inner_unk_;  // the SentencePiece model's unknown piece
   std::vector<int> map_;
   std::vector<std::string> pieces_;
   tok::Vocab index_;
@@ -269,7 +307,7 @@ std::unique_ptr<Tokenizer> make_marian_tokenizer(const Proto& m, const nlohmann:
       p.added.push_back(std::move(a));
     }
   }
-  p.model = std::make_unique<VocabMappedModel>(std::move(inner), std::move(map), std::move(pieces), vunk);
+  p.model = std::make_unique<VocabMappedModel>(std::move(inner), unk, std::move(map), std::move(pieces), vunk);
   p.post_processor = std::make_unique<tok::WrapProcessor>(std::vector<int>{}, std::vector<int>{eos});
   tok::SentencePieceDecoderOptions dec;
   dec.unk_piece = "<unk>";
