@@ -1,0 +1,77 @@
+// Per-thread scratch buffers (scratch.h), registered so that release_scratch() can free those of
+// every thread, not only the caller's.
+#include "kernels/scratch.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace attnlens::kernels {
+namespace {
+
+struct Buffers {
+  void* p[scratch::kSlots] = {};
+  size_t n[scratch::kSlots] = {};
+  Buffers();
+  ~Buffers();
+  void free_all() noexcept {
+    for (int s = 0; s < scratch::kSlots; ++s) {
+      std::free(p[s]);
+      p[s] = nullptr;
+      n[s] = 0;
+    }
+  }
+};
+
+// Never destroyed: threads may exit (and unregister) after static destruction has begun.
+std::mutex& registry_mutex() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+std::vector<Buffers*>& registry() {
+  static auto* r = new std::vector<Buffers*>;
+  return *r;
+}
+
+Buffers::Buffers() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registry().push_back(this);
+}
+
+Buffers::~Buffers() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  auto& r = registry();
+  r.erase(std::remove(r.begin(), r.end(), this), r.end());
+  free_all();
+}
+
+}  // namespace
+
+void* scratch::get(Slot slot, size_t bytes) noexcept {
+  thread_local Buffers b;
+  if (b.n[slot] < bytes) {
+    std::free(b.p[slot]);
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    b.p[slot] = std::aligned_alloc(64, rounded);
+    b.n[slot] = b.p[slot] ? rounded : 0;
+  }
+  return b.p[slot];
+}
+
+void release_scratch() noexcept {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  for (Buffers* b : registry()) b->free_all();
+}
+
+size_t scratch_bytes() noexcept {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  size_t total = 0;
+  for (const Buffers* b : registry())
+    for (size_t n : b->n) total += n;
+  return total;
+}
+
+}  // namespace attnlens::kernels
