@@ -204,7 +204,10 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
     const run = await generateOnPage({ prompt: 'Wednesday, 3rd of March 2021', maxNewTokens: 16, temperature: 0 });
     assert.equal(run.status, 'done', run.error);
     await page.click('#atab-predictions');
-    await page.waitForFunction(() => document.querySelector('#aview-predictions .view-caption').textContent.startsWith('The model'), null, { timeout: 60_000 });
+    // The caption may still be the previous model's (kjv-gpt2's) while this run's cards are drawn:
+    // wait for this run's cards, then check there is one per target token.
+    await page.waitForFunction((n) => document.querySelector('#aview-predictions .view-caption').textContent.startsWith('The model')
+      && document.querySelectorAll('#aview-predictions .pred-card').length >= n, run.ids.length, { timeout: 60_000 }).catch(() => {});
     assert.equal(await page.$$eval('#aview-predictions .pred-card', (els) => els.length), run.ids.length);
     await page.click('#atab-patching');
     await page.click('#patch-run');
