@@ -2,19 +2,20 @@
 // every thread, not only the caller's.
 #include "kernels/scratch.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <mutex>
-#include <vector>
 
 #include "kernels/kernels.h"
 
 namespace attnlens::kernels {
 namespace {
 
+// One per thread that ever asked for scratch, linked into a list of all of them.
 struct Buffers {
   void* p[scratch::kSlots] = {};
   size_t n[scratch::kSlots] = {};
+  Buffers* prev = nullptr;
+  Buffers* next = nullptr;
   Buffers();
   ~Buffers();
   void free_all() noexcept {
@@ -31,20 +32,19 @@ std::mutex& registry_mutex() {
   static auto* m = new std::mutex;
   return *m;
 }
-std::vector<Buffers*>& registry() {
-  static auto* r = new std::vector<Buffers*>;
-  return *r;
-}
+Buffers* g_head = nullptr;  // guarded by registry_mutex()
 
 Buffers::Buffers() {
   std::lock_guard<std::mutex> lock(registry_mutex());
-  registry().push_back(this);
+  next = g_head;
+  if (g_head) g_head->prev = this;
+  g_head = this;
 }
 
 Buffers::~Buffers() {
   std::lock_guard<std::mutex> lock(registry_mutex());
-  auto& r = registry();
-  r.erase(std::remove(r.begin(), r.end(), this), r.end());
+  (prev ? prev->next : g_head) = next;
+  if (next) next->prev = prev;
   free_all();
 }
 
@@ -63,13 +63,13 @@ void* scratch::get(Slot slot, size_t bytes) noexcept {
 
 void release_scratch() noexcept {
   std::lock_guard<std::mutex> lock(registry_mutex());
-  for (Buffers* b : registry()) b->free_all();
+  for (Buffers* b = g_head; b; b = b->next) b->free_all();
 }
 
 size_t scratch_bytes() noexcept {
   std::lock_guard<std::mutex> lock(registry_mutex());
   size_t total = 0;
-  for (const Buffers* b : registry())
+  for (const Buffers* b = g_head; b; b = b->next)
     for (size_t n : b->n) total += n;
   return total;
 }
