@@ -25,6 +25,8 @@
 //   --json FILE     also write every raw JSON result to FILE.
 //   --report FILE   print the table again from such a FILE (no run; pass the --shapes/--formats/--platforms
 //                   it was run with if they were limited).
+//   --readme        with --json or --report: rewrite README.md's performance table (between the
+//                   <!-- bench:models --> markers) from these results.
 //
 // Checkpoints: the peers' own (their GGUF files are converted from them) when the peers are there, else
 // made once in $ATTNLENS_BENCH_CACHE (default ~/.cache/attnlens-bench), never in the repo.
@@ -82,6 +84,7 @@ function parseArgs(argv) {
     else if (k === '--no-build') a.build = false;
     else if (k === '--json') a.json = val();
     else if (k === '--report') a.report = val();
+    else if (k === '--readme') a.readme = true;
     else if (k === '--verbose' || k === '-v') a.verbose = true;
     else if (k === '--help' || k === '-h') {
       console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 35).join('\n'));
@@ -453,7 +456,8 @@ function threadsReport(results, args, verdicts) {
   out.push(table(['shape', 'weights', 'engine', ...T.map((t) => `decode ${t}t`), '×', ...T.map((t) => `pf64 ${t}t`), '×',
                   ...T.map((t) => `pf256 ${t}t`), '×', `GB/s ${tn}t of read`, `GFLOP/s ${tn}t of peak`, 'targets'], rows));
   out.push('wllama: llama.cpp\'s wasm build in headless Chromium (its own clock, 128 tokens after BOS; pthreads when threads > 1); llama.cpp: ' +
-           'node-llama-cpp native, wall clock of its JS-driven loop (128 tokens). Both on the GGUF converted from the same checkpoint. ' +
+           'node-llama-cpp native, llama.cpp\'s own perf counters (llama_decode alone, 128 tokens; the wall clock of its JS loop is in the JSON). ' +
+           'Both on the GGUF converted from the same checkpoint. ' +
            '* = our process got < 85% of the cores it asked for.');
   if (results.peersMissing) out.push(`llama.cpp peers: not run (${results.peersMissing}).`);
   return out;
@@ -495,7 +499,12 @@ export const oursKey = (shape, format, platform, threads = 1) => `${shape}/${for
 async function main() {
   if (process.argv[2] === '--api-child') return apiChild(process.argv[3], process.argv[4], process.argv[5] === 'quick');
   const args = parseArgs(process.argv.slice(2));
-  if (args.report) return console.log(report(fromRaw(JSON.parse(readFileSync(args.report, 'utf8')), args), args));
+  if (args.report) {
+    const results = fromRaw(JSON.parse(readFileSync(args.report, 'utf8')), args);
+    console.log(report(results, args));
+    if (args.readme) writeReadme(results, args);
+    return;
+  }
   const haveShared = existsSync(join(shared, 'anchors', 'run.sh'));
   if (args.anchor && !haveShared) log(`[bench] ${shared} not found: onnxruntime-web is not run`);
   const peers = args.peers ? findPeers({ shared, cacheDir, log }) : { missing: '--no-peers' };
@@ -601,6 +610,55 @@ async function main() {
   const text = report(results, args);
   console.log('\n' + text);
   if (args.json) writeFileSync(args.json, JSON.stringify({ raw: results.raw, skipped: results.skipped, peersMissing: results.peersMissing }, null, 1));
+  if (args.readme) writeReadme(results, args);
+}
+
+// README.md's performance table, from one run's results: the medians, each beside its peer.
+function readmeTable(results, args) {
+  const med = (xs) => median((xs ?? []).filter((x) => x != null));
+  const ours = (shape, format, platform, t, f) => med((results.ours[oursKey(shape, format, platform, t)] ?? []).map(f));
+  const anchor = (shape, t, f) => med((results.anchor[t > 1 ? `${shape}@${t}` : shape] ?? []).map(f));
+  const peer = (shape, format, engine, t, f) => med((results.peers[`${shape}/${format}/${engine}@${t}`] ?? []).map(f));
+  const n = (x, d = 0) => (x == null || !Number.isFinite(x) ? '–' : x.toFixed(d));
+  const x = (a, b) => (a == null || b == null ? '–' : `${(a / b).toFixed(2)}×`);
+  const tn = Math.max(...args.threads);
+  const rows = [];
+  const row = (label, f) => rows.push(`| ${label} | ${args.shapes.map(f).join(' | ')} |`);
+  const dec = (s, fm, p, t) => ours(s, fm, p, t, (r) => r.decode?.tok_s_median);
+  const p64 = (s, fm, p, t) => ours(s, fm, p, t, (r) => r.prefill[64]?.ms_median);
+  const aDec = (s, t) => anchor(s, t, (a) => a.decodeTokPerSMedian), aP64 = (s, t) => anchor(s, t, (a) => a.prefillMsMedian);
+  row('f32 decode, 1 thread, tok/s (× onnxruntime-web)', (s) => `${n(dec(s, 'f32', 'wasm', 1))} (${x(dec(s, 'f32', 'wasm', 1), aDec(s, 1))})`);
+  row(`f32 decode, ${tn} threads, tok/s (× onnxruntime-web ${tn} threads; × our 1 thread)`,
+      (s) => `${n(dec(s, 'f32', 'wasm-mt', tn))} (${x(dec(s, 'f32', 'wasm-mt', tn), aDec(s, tn))}; ${x(dec(s, 'f32', 'wasm-mt', tn), dec(s, 'f32', 'wasm-mt', 1))})`);
+  row(`f32 decode, GB/s of weights, ${tn} threads (memory read GB/s measured in the run)`,
+      (s) => `${n(ours(s, 'f32', 'wasm-mt', tn, (r) => r.decode?.gbs), 1)} (${n(ours(s, 'f32', 'wasm-mt', tn, (r) => r.limits?.read_gbs), 1)})`);
+  row('f32 prefill of 64 tokens, ms, 1 / 2 threads (onnxruntime-web 1 / 2)',
+      (s) => `${n(p64(s, 'f32', 'wasm-mt', 1))} / ${n(p64(s, 'f32', 'wasm-mt', tn))} (${n(aP64(s, 1))} / ${n(aP64(s, tn))})`);
+  for (const fm of args.formats.filter((f) => f !== 'f32')) {
+    row(`${fm} decode, tok/s, 1 / ${tn} threads (wllama 1 / ${tn}; llama.cpp native 1 / ${tn})`, (s) => {
+      const o1 = dec(s, fm, 'wasm-mt', 1), o2 = dec(s, fm, 'wasm-mt', tn);
+      const w1 = peer(s, fm, 'wllama', 1, (r) => r.decodeTokS), w2 = peer(s, fm, 'wllama', tn, (r) => r.decodeTokS);
+      const l1 = peer(s, fm, 'llamacpp', 1, (r) => r.decodeTokS), l2 = peer(s, fm, 'llamacpp', tn, (r) => r.decodeTokS);
+      return o1 == null ? '–' : `${n(o1)} / ${n(o2)} (${n(w1)} / ${n(w2)}; ${n(l1)} / ${n(l2)})`;
+    });
+    row(`${fm} prefill of 64 tokens, ms, 1 / ${tn} threads (wllama; llama.cpp native)`, (s) => {
+      const o1 = p64(s, fm, 'wasm-mt', 1), o2 = p64(s, fm, 'wasm-mt', tn);
+      return o1 == null ? '–' : `${n(o1)} / ${n(o2)} (${n(peer(s, fm, 'wllama', 1, (r) => r.prefillMs))} / ${n(peer(s, fm, 'wllama', tn, (r) => r.prefillMs))}; ` +
+        `${n(peer(s, fm, 'llamacpp', 1, (r) => r.prefillMs))} / ${n(peer(s, fm, 'llamacpp', tn, (r) => r.prefillMs))})`;
+    });
+  }
+  return [`| | ${args.shapes.join(' | ')} |`, `| --- | ${args.shapes.map(() => '---').join(' | ')} |`, ...rows].join('\n');
+}
+
+function writeReadme(results, args) {
+  const path = join(root, 'README.md');
+  const text = readFileSync(path, 'utf8');
+  const begin = '<!-- bench:models -->', end = '<!-- /bench:models -->';
+  const a = text.indexOf(begin), b = text.indexOf(end);
+  if (a < 0 || b < a) throw new Error(`README.md has no ${begin} … ${end} block`);
+  const stamp = `<!-- generated by node bench/models.mjs --readme, ${new Date().toISOString().slice(0, 10)}, rounds ${args.rounds} -->`;
+  writeFileSync(path, text.slice(0, a + begin.length) + '\n' + stamp + '\n' + readmeTable(results, args) + '\n' + text.slice(b));
+  log('[bench] README.md performance table rewritten');
 }
 
 // Run as a script (bench/interp.mjs imports checkpoint() from here).

@@ -77,8 +77,10 @@ function runNode(script, args, { cwd, verbose, tag, log }) {
 
 /**
  * Runs one peer script on the given GGUF names (in peers.models) at the given thread counts.
- * Returns [{ model, threads, decodeTokS, prefillMs, raw }]; decode = tok/s of 128 greedy tokens
- * (llama.cpp: wall clock of the JS-driven loop; wllama: its own clock), prefill = 64 tokens in ms.
+ * Returns [{ model, threads, decodeTokS, prefillMs, raw }]; decode = tok/s of 128 greedy tokens,
+ * prefill = 64 tokens in ms, both by the engine's own clock (llama.cpp: its perf counters of the last
+ * pass, llama_decode alone — the wall clock of node-llama-cpp's JS-driven loop is in raw; wllama: the
+ * server context's timings inside its worker), as ours time the engine alone.
  */
 export async function runPeer(peers, which, names, threads, { verbose = false, log } = {}) {
   const present = names.filter((n) => existsSync(join(peers.models, n)));
@@ -95,8 +97,8 @@ export async function runPeer(peers, which, names, threads, { verbose = false, l
       model: r.model,
       threads: which === 'llamacpp' ? r.threads : r.n_threads,
       multithread: which === 'wllama' ? r.multithread : undefined,
-      decodeTokS: r.decode_tok_s,
-      prefillMs: r.prefill_ms,
+      decodeTokS: which === 'llamacpp' ? r.decode_tok_s_native_last ?? r.decode_tok_s : r.decode_tok_s,
+      prefillMs: which === 'llamacpp' ? r.prefill_ms_native_last ?? r.prefill_ms : r.prefill_ms,
       prefillTokens: r.prefill_tokens,
       raw: r,
     }));
