@@ -6,10 +6,14 @@
 
 // ---- sources and loading ---------------------------------------------------------------------------
 
-/** Bytes of one file with its name (the name tells the engine what the file is, e.g. "tokenizer.json"). */
+/**
+ * Bytes of one file with its name (the name tells the engine what the file is, e.g. "tokenizer.json").
+ * `data` may be the file's consecutive pieces (e.g. 1 GB ArrayBuffers of a 2.5 GB GGUF): each is read
+ * straight into the engine's memory, so a file over 2 GB never has to be one buffer.
+ */
 export interface NamedBuffer {
   name: string;
-  data: ArrayBuffer | ArrayBufferView | Blob;
+  data: ArrayBuffer | ArrayBufferView | Blob | ReadonlyArray<ArrayBuffer | ArrayBufferView | Blob>;
 }
 
 /**
