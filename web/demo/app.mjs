@@ -260,6 +260,7 @@ function showStats(run) {
   const s = run?.stats;
   const fmt = (v, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : '–');
   $('#stat-tps').textContent = fmt(s?.tokensPerSecond, 0);
+  $('#stat-engine-tps').textContent = fmt(s?.engineTokensPerSecond, 0);
   $('#stat-ms').textContent = fmt(s?.msPerToken, 1);
   $('#stat-prefill').textContent = fmt(s?.prefillMs, 0);
   $('#stat-tokens').textContent = run ? String(s.generated) : '–';
@@ -267,7 +268,7 @@ function showStats(run) {
   if (run?.status === 'running') note = 'Generating… (rates measured as tokens arrive)';
   else if (run) {
     const why = { eos: 'the model ended the text', length: 'reached the token limit', stop: 'hit a stop string', context: 'the context is full', aborted: 'stopped' }[run.finishReason] ?? run.finishReason;
-    note = `Finished: ${why}.${s.engineTimed ? ' Rates timed by the engine.' : ''}`;
+    note = `Finished: ${why}. tokens/s as the tokens reached this page${s.engineTimed ? '; engine tokens/s as the engine timed its decoding' : ''}.`;
     if (page.longestTask === null) note += ' No main-thread task over 50 ms while generating.';
     else if (page.longestTask !== undefined) note += ` Longest main-thread task while generating: ${page.longestTask.toFixed(0)} ms.`;
   }
