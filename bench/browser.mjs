@@ -200,63 +200,63 @@ const bigRows = [];
 let stream = [];
 if (only !== 'start') stream = await streamRows();
 if (only !== 'stream') {
-const server = await startServer({ port: 0 });
-try {
-  for (const m of manifest.models) {
-    const url = `/models/${m.name}/`;
-    const prompt = m.example_prompts?.[0] ?? 'Hello';
-    for (const worker of [true, false]) {
-      const browser = await launchBrowser();
-      try {
-        await browser.page.goto(`${server.url}/models/manifest.json`);  // any same-origin document
-        const cold = await browser.page.evaluate(measure, { url, prompt, worker });
-        const warm = await browser.page.evaluate(measure, { url, prompt, worker });
-        rows.push({ model: m.name, bytes: m.files.reduce((a, f) => a + f.bytes, 0), thread: worker ? 'worker' : 'page', cold, warm });
-      } finally {
-        await browser.close();
+  const server = await startServer({ port: 0 });
+  try {
+    for (const m of manifest.models) {
+      const url = `/models/${m.name}/`;
+      const prompt = m.example_prompts?.[0] ?? 'Hello';
+      for (const worker of [true, false]) {
+        const browser = await launchBrowser();
+        try {
+          await browser.page.goto(`${server.url}/models/manifest.json`);  // any same-origin document
+          const cold = await browser.page.evaluate(measure, { url, prompt, worker });
+          const warm = await browser.page.evaluate(measure, { url, prompt, worker });
+          rows.push({ model: m.name, bytes: m.files.reduce((a, f) => a + f.bytes, 0), thread: worker ? 'worker' : 'page', cold, warm });
+        } finally {
+          await browser.close();
+        }
       }
     }
-  }
-  const big = bigModel();
-  if (big.missing) bigRows.push({ skipped: big.missing });
-  else {
-    for (const worker of [true, false]) {
-      const browser = await launchBrowser();
-      try {
-        await browser.page.route('**/bench-cache/model.gguf', (route) => route.fulfill({ path: big.path, contentType: 'application/octet-stream' }));
-        await browser.page.goto(`${server.url}/models/manifest.json`);
-        const first = await browser.page.evaluate(fromBytes, { url: '/bench-cache/model.gguf', worker });
-        const again = await browser.page.evaluate(fromBytes, { url: '/bench-cache/model.gguf', worker });
-        bigRows.push({ thread: worker ? 'worker' : 'page', first, again });
-      } catch (e) {
-        bigRows.push({ thread: worker ? 'worker' : 'page', error: String(e.message ?? e).split('\n')[0] });
-      } finally {
-        await browser.close();
+    const big = bigModel();
+    if (big.missing) bigRows.push({ skipped: big.missing });
+    else {
+      for (const worker of [true, false]) {
+        const browser = await launchBrowser();
+        try {
+          await browser.page.route('**/bench-cache/model.gguf', (route) => route.fulfill({ path: big.path, contentType: 'application/octet-stream' }));
+          await browser.page.goto(`${server.url}/models/manifest.json`);
+          const first = await browser.page.evaluate(fromBytes, { url: '/bench-cache/model.gguf', worker });
+          const again = await browser.page.evaluate(fromBytes, { url: '/bench-cache/model.gguf', worker });
+          bigRows.push({ thread: worker ? 'worker' : 'page', first, again });
+        } catch (e) {
+          bigRows.push({ thread: worker ? 'worker' : 'page', error: String(e.message ?? e).split('\n')[0] });
+        } finally {
+          await browser.close();
+        }
       }
     }
+  } finally {
+    await server.close();
   }
-} finally {
-  await server.close();
-}
 }
 
 const f = (x) => x.toFixed(0).padStart(6);
 if (only !== 'stream') {
-console.log('\nTime to first token in headless Chromium (ms from loadModel() to the first streamed token; fresh profile = cold)');
-console.log('| model | MB | thread | build, threads | cold: load | cold: first token | warm: load | warm: first token | decode tok/s |');
-console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
-for (const r of rows)
-  console.log(`| ${r.model} | ${(r.bytes / 1e6).toFixed(1)} | ${r.thread} | ${r.cold.build}, ${r.cold.threads} | ${f(r.cold.loadMs)} | ${f(r.cold.firstTokenMs)} | ${f(r.warm.loadMs)} | ${f(r.warm.firstTokenMs)} | ${f(r.warm.decodeTokPerS)} |`);
-const slowest = Math.max(...rows.map((r) => r.cold.firstTokenMs));
-console.log(`target (issue 14): the built-in models start generating < 0.5 s after loadModel() on a cold profile: slowest ${slowest.toFixed(0)} ms → ${slowest < 500 ? 'PASS' : 'MISS'}`);
-for (const r of bigRows) {
-  if (r.skipped) console.log(`~100 MB Q4_K_M from bytes in memory: SKIPPED (${r.skipped})`);
-  else if (r.error) console.log(`~100 MB Q4_K_M from bytes in memory (${r.thread}): ERROR ${r.error}`);
-  else
-    console.log(`~100 MB Q4_K_M (${(r.first.bytes / 1e6).toFixed(1)} MB) from bytes in memory, ${r.thread}, ${r.first.threads} thread(s): ` +
-                `loadModel ${f(r.first.loadMs)} ms, first token ${f(r.first.firstTokenMs)} ms (again: ${f(r.again.firstTokenMs)} ms) → ` +
-                `${r.first.firstTokenMs < 1500 ? 'PASS' : 'MISS'} (< 1.5 s)`);
-}
+  console.log('\nTime to first token in headless Chromium (ms from loadModel() to the first streamed token; fresh profile = cold)');
+  console.log('| model | MB | thread | build, threads | cold: load | cold: first token | warm: load | warm: first token | decode tok/s |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const r of rows)
+    console.log(`| ${r.model} | ${(r.bytes / 1e6).toFixed(1)} | ${r.thread} | ${r.cold.build}, ${r.cold.threads} | ${f(r.cold.loadMs)} | ${f(r.cold.firstTokenMs)} | ${f(r.warm.loadMs)} | ${f(r.warm.firstTokenMs)} | ${f(r.warm.decodeTokPerS)} |`);
+  const slowest = Math.max(...rows.map((r) => r.cold.firstTokenMs));
+  console.log(`target (issue 14): the built-in models start generating < 0.5 s after loadModel() on a cold profile: slowest ${slowest.toFixed(0)} ms → ${slowest < 500 ? 'PASS' : 'MISS'}`);
+  for (const r of bigRows) {
+    if (r.skipped) console.log(`~100 MB Q4_K_M from bytes in memory: SKIPPED (${r.skipped})`);
+    else if (r.error) console.log(`~100 MB Q4_K_M from bytes in memory (${r.thread}): ERROR ${r.error}`);
+    else
+      console.log(`~100 MB Q4_K_M (${(r.first.bytes / 1e6).toFixed(1)} MB) from bytes in memory, ${r.thread}, ${r.first.threads} thread(s): ` +
+                  `loadModel ${f(r.first.loadMs)} ms, first token ${f(r.first.firstTokenMs)} ms (again: ${f(r.again.firstTokenMs)} ms) → ` +
+                  `${r.first.firstTokenMs < 1500 ? 'PASS' : 'MISS'} (< 1.5 s)`);
+  }
 }
 if (stream.length) printStream(stream);
 const jsonAt = process.argv.indexOf('--json');
