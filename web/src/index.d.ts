@@ -302,7 +302,8 @@ export interface ForwardOptions {
 /** One of the most likely next tokens: its probability under the model (softmax of the logits) and its logit. */
 export interface Prediction {
   id: number;
-  piece: string;
+  /** null for a model loaded without a tokenizer (read as ids). */
+  piece: string | null;
   prob: number;
   logit: number;
 }
@@ -407,6 +408,7 @@ export interface DetectHeadsOptions {
   length?: number;
   /** Sequences averaged (default 4). */
   batch?: number;
+  /** Seed of the probe's random tokens (an integer in [0, 2^31 − 1]; default 0). */
   seed?: number;
   /** Run the probe with these heads switched off. */
   ablate?: HeadAblation[];
