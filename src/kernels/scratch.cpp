@@ -27,11 +27,10 @@ struct Buffers {
   }
 };
 
-// Never destroyed: threads may exit (and unregister) after static destruction has begun.
-std::mutex& registry_mutex() {
-  static auto* m = new std::mutex;
-  return *m;
-}
+// Constant-initialized (std::mutex's constructor is constexpr): no allocation, no static-init order.
+// (A mutex made by `new` on first use was 32 bytes that a process's first freed model kept for good.)
+std::mutex g_mutex;
+std::mutex& registry_mutex() { return g_mutex; }
 Buffers* g_head = nullptr;  // guarded by registry_mutex()
 
 Buffers::Buffers() {

@@ -47,8 +47,6 @@ test('a model whose files exceed the WebAssembly heap is refused up front, with 
 });
 
 test('a 2.2 GB file (over 2 GiB: no single buffer of its size anywhere) is read in chunks into one piece of wasm memory, then refused as not a model', { timeout: 180_000 }, async (t) => {
-  // The first file a process parses sets up what the engine keeps for good (32 B today): a small one first.
-  await assert.rejects(loadModel(sparse('small.bin', 1e5), { threads: 1 }), /not a model file/);
   const before = await engineInfo();
   const path = sparse('zeros.bin', 2.2e9);
   let last;
