@@ -11,7 +11,7 @@
 // Without either, the peers are skipped and the report says why.
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { homedir, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -61,10 +61,26 @@ export function findPeers({ shared, cacheDir, log }) {
   return { dir, models: join(dir, 'models') };
 }
 
+// A peer run is stopped after `timeoutS` seconds (ATTNLENS_PEER_TIMEOUT_S, default 300): llama.cpp's
+// threads spin while they wait for each other, and on an oversubscribed machine (load average well
+// above the cores) a 2-thread run can take many minutes for a few hundred tokens. Such a run is
+// reported as failed, with why, instead of stalling the whole benchmark.
+const timeoutS = Number(process.env.ATTNLENS_PEER_TIMEOUT_S ?? 300);
+
 function runNode(script, args, { cwd, verbose, tag, log }) {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [script, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    // its own process group, so that a stop also ends the browser wllama starts
+    const p = spawn(process.execPath, [script, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let err = '';
+    const timer = setTimeout(() => {
+      err += `\nstopped after ${timeoutS} s (load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')}); ATTNLENS_PEER_TIMEOUT_S raises the limit`;
+      try {
+        process.kill(-p.pid, 'SIGKILL');
+      } catch {
+        p.kill('SIGKILL');
+      }
+    }, timeoutS * 1000);
+    p.on('close', () => clearTimeout(timer));
     p.stdout.on('data', (d) => { if (verbose) process.stderr.write(String(d).replace(/^(?=.)/gm, `    [${tag}] `)); });
     p.stderr.on('data', (d) => {
       err += d;
@@ -77,10 +93,12 @@ function runNode(script, args, { cwd, verbose, tag, log }) {
 
 /**
  * Runs one peer script on the given GGUF names (in peers.models) at the given thread counts.
- * Returns [{ model, threads, decodeTokS, prefillMs, raw }]; decode = tok/s of 128 greedy tokens
- * (llama.cpp: wall clock of the JS-driven loop; wllama: its own clock), prefill = 64 tokens in ms.
+ * Returns [{ model, threads, decodeTokS, prefillMs, raw }]; decode = tok/s of 128 greedy tokens,
+ * prefill = 64 tokens in ms, both by the engine's own clock (llama.cpp: its perf counters of the last
+ * pass, llama_decode alone — the wall clock of node-llama-cpp's JS-driven loop is in raw; wllama: the
+ * server context's timings inside its worker), as ours time the engine alone.
  */
-export async function runPeer(peers, which, names, threads, { verbose = false, log } = {}) {
+export async function runPeer(peers, which, names, threads, { verbose = false, log, extra = [] } = {}) {
   const present = names.filter((n) => existsSync(join(peers.models, n)));
   if (!present.length) return [];
   const tmp = mkdtempSync(join(tmpdir(), 'attnlens-peer-'));
@@ -88,15 +106,17 @@ export async function runPeer(peers, which, names, threads, { verbose = false, l
   try {
     const script = join(peers.dir, which === 'llamacpp' ? 'bench_llamacpp.mjs' : 'bench_wllama.mjs');
     const models = which === 'llamacpp' ? present.map((n) => join(peers.models, n)) : present;
-    log?.(`[bench] ${which} ${present.join(' ')} threads ${threads.join(',')} ...`);
-    await runNode(script, ['--threads', threads.join(','), '--json', out, ...models], { cwd: peers.dir, verbose, tag: which, log });
+    log?.(`[bench] ${which} ${present.join(' ')} threads ${threads.join(',')}${extra.length ? ' ' + extra.join(' ') : ''} ...`);
+    await runNode(script, ['--threads', threads.join(','), ...extra, '--json', out, ...models], { cwd: peers.dir, verbose, tag: which, log });
     const { results } = JSON.parse(readFileSync(out, 'utf8'));
     return results.filter((r) => !r.error).map((r) => ({
       model: r.model,
       threads: which === 'llamacpp' ? r.threads : r.n_threads,
       multithread: which === 'wllama' ? r.multithread : undefined,
-      decodeTokS: r.decode_tok_s,
-      prefillMs: r.prefill_ms,
+      // llama.cpp's own counters when they are sane (node-llama-cpp's perf counters can go backwards
+      // between passes, giving a negative difference), else the wall clock of the JS-driven loop
+      decodeTokS: which === 'llamacpp' && r.decode_tok_s_native_last > 0 ? r.decode_tok_s_native_last : r.decode_tok_s,
+      prefillMs: which === 'llamacpp' && r.prefill_ms_native_last > 0 ? r.prefill_ms_native_last : r.prefill_ms,
       prefillTokens: r.prefill_tokens,
       raw: r,
     }));

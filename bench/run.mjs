@@ -14,6 +14,7 @@
 //     --quick, --no-build     passed to both (fewer repetitions / use the binaries already built)
 //     every other option goes to bench/models.mjs (see `node bench/models.mjs --help`)
 import { spawnSync } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -33,9 +34,14 @@ if (only && !['kernels', 'models', 'quant', 'attention', 'interp', 'browser', 't
 // passed to both scripts (each also takes its own options; everything else goes to models.mjs)
 const shared = ['--quick', '--no-build'].filter((f) => rest.includes(f));
 
+// The machine may be shared: every part says how busy it was before and after it ran.
+const load = () => `load average ${loadavg().map((x) => x.toFixed(2)).join(' / ')} (1 / 5 / 15 min, ${cpus().length} cores)`;
+
 function run(script, args) {
   console.log(`\n[bench] node ${join('bench', script)} ${args.join(' ')}`.trimEnd());
+  console.log(`[bench] before: ${load()}`);
   const r = spawnSync(process.execPath, [join(here, script), ...args], { stdio: 'inherit' });
+  console.log(`[bench] after ${script}: ${load()}`);
   if (r.error) throw r.error;
   return r.status ?? 1;
 }

@@ -5,7 +5,10 @@
 // Not a test: the table says PASS/MISS for the targets of issue 10 (Llama 3: ≥ 5 MB/s and ≥ 3× the
 // reference; loading the 9 MB file ≤ 300 ms).
 //
-//   node bench/tokenizers.mjs [--quick] [--no-build] [--tokenizers llama3,qwen3,...] [--mb 1]
+//   node bench/tokenizers.mjs [--quick] [--no-build] [--tokenizers llama3,qwen3,...] [--mb 1] [--compare DIR]
+//
+// --compare DIR: another checkout (or a copy of its web/ and dist/wasm/) measured in the same run,
+// interleaved with this one: a "before" row per tokenizer, for before/after ratios side by side.
 //
 // Text: the repository's English documentation (README.md files), repeated to --mb megabytes (default 1).
 // Loading = reading nothing from disk (the file's bytes are in memory) up to a tokenizer ready to use:
@@ -15,8 +18,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -43,6 +46,12 @@ try {
   process.exit(1);
 }
 const { loadTokenizer } = await import('../web/src/index.mjs');
+const compareDir = opt('--compare', null);
+const engines = [{ label: 'ours', loadTokenizer }];
+if (compareDir) {
+  const other = await import(pathToFileURL(join(resolve(compareDir), 'web/src/index.mjs')).href);
+  engines.push({ label: `before (${compareDir})`, loadTokenizer: other.loadTokenizer });
+}
 
 let english = '';
 for (const f of ['README.md', 'bench/README.md', 'models/README.md', 'tests/fixtures/models_torch/README.md']) {
@@ -83,36 +92,43 @@ for (const name of names) {
   const bytes = new Uint8Array(readFileSync(join(dir, 'tokenizer.json')));
   const config = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8'));
 
-  const oursLoad = [], refLoad = [], oursLoadCpu = [], refLoadCpu = [];
-  let ours, ref;
+  const refLoad = [], refLoadCpu = [], refEnc = [], refEncCpu = [];
+  const runs = engines.map(() => ({ load: [], loadCpu: [], enc: [], encCpu: [], tokens: 0, t: null }));
+  let ref;
   for (let r = 0; r < reps; r++) {
-    ours?.dispose();
-    const [ms, t, cpu] = await timeAsync(() => loadTokenizer(bytes.slice().buffer));
-    oursLoad.push(ms), oursLoadCpu.push(cpu);
-    ours = t;
+    for (const [e, engine] of engines.entries()) {
+      const run = runs[e];
+      run.t?.dispose();
+      const [ms, t, cpu] = await timeAsync(() => engine.loadTokenizer(bytes.slice().buffer));
+      run.load.push(ms), run.loadCpu.push(cpu);
+      run.t = t;
+    }
     const [rms, rt, rcpu] = time(() => new Reference(JSON.parse(new TextDecoder().decode(bytes)), config));
     refLoad.push(rms), refLoadCpu.push(rcpu);
     ref = rt;
   }
-  ours.tokenize(text);  // warm-up
+  for (const run of runs) run.t.tokenize(text);  // warm-up
   ref.encode(text);
-  const oursEnc = [], refEnc = [], oursEncCpu = [], refEncCpu = [];
-  let nOurs = 0, nRef = 0;
+  let nRef = 0;
   for (let r = 0; r < reps; r++) {
-    const [ms, out, cpu] = time(() => ours.tokenize(text));
-    oursEnc.push(ms), oursEncCpu.push(cpu);
-    nOurs = out.ids.length;
+    for (const run of runs) {
+      const [ms, out, cpu] = time(() => run.t.tokenize(text));
+      run.enc.push(ms), run.encCpu.push(cpu);
+      run.tokens = out.ids.length;
+    }
     const [rms, rout, rcpu] = time(() => ref.encode(text));
     refEnc.push(rms), refEncCpu.push(rcpu);
     nRef = rout.ids.length;
   }
-  ours.dispose();
   const mbs = (ms) => textBytes / 1e6 / (ms / 1000);
-  rows.push({
-    name, fileMB: bytes.length / 1e6, tokens: nOurs, same: nOurs === nRef,
-    oursLoad: median(oursLoad), refLoad: median(refLoad), oursLoadCpu: median(oursLoadCpu), refLoadCpu: median(refLoadCpu),
-    oursMBs: mbs(median(oursEnc)), refMBs: mbs(median(refEnc)),
-    oursMBsCpu: mbs(median(oursEncCpu)), refMBsCpu: mbs(median(refEncCpu)),
+  runs.forEach((run, e) => {
+    run.t.dispose();
+    rows.push({
+      name: e ? `${name} ${engines[e].label}` : name, fileMB: bytes.length / 1e6, tokens: run.tokens, same: run.tokens === nRef,
+      oursLoad: median(run.load), refLoad: median(refLoad), oursLoadCpu: median(run.loadCpu), refLoadCpu: median(refLoadCpu),
+      oursMBs: mbs(median(run.enc)), refMBs: mbs(median(refEnc)),
+      oursMBsCpu: mbs(median(run.encCpu)), refMBsCpu: mbs(median(refEncCpu)),
+    });
   });
 }
 

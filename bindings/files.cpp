@@ -2,6 +2,7 @@
 #include <emscripten/bind.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "bindings/handles.h"
 
@@ -10,20 +11,28 @@ namespace attnlens::bindings {
 using namespace emscripten;
 
 namespace {
-constexpr double kMaxPiece = 2147483647.0 - (1 << 20);  // under INT32_MAX, with room for malloc's own header
+// Emscripten 3.1.6's malloc (dlmalloc, which never gives memory back: MORECORE_CANNOT_TRIM) asks
+// for new memory through sbrk(intptr_t), so a request for 2 GiB or more of NEW memory at once fails
+// (and then dlmalloc stops extending its heap contiguously) — but it only asks for what the free
+// space at the top of its heap lacks. So before a file over 1 GiB is allocated, the free top is
+// grown by half the file's size (a block taken from it and freed joins it again); the file's block
+// then needs less than 2 GiB of new memory: one file may pass 2 GiB (up to the 4 GB heap).
+void grow_free_top(size_t size) {
+  if (size <= (size_t(1) << 30)) return;
+  // volatile: the compiler may otherwise drop a malloc whose block is only freed.
+  void* volatile block = std::malloc(size / 2);
+  std::free(block);  // (if the malloc failed, the file's allocation fails with its own message)
+}
 }  // namespace
 
 val FileSet::add(const std::string& name, double size) {
   return guarded([&] {
     AL_CHECK(std::isfinite(size) && size >= 0, name, ": bad file size ", size);
     require_memory(size, name);  // the heap's limit, before the allocation (size_t is 32 bits here)
-    // Emscripten 3.1.6's malloc takes new memory through sbrk(intptr_t): one piece stops below 2 GiB.
-    AL_CHECK(size <= kMaxPiece, name, ": one file of ", int64_t(size / 1e6 + 0.5), " MB (", int64_t(size),
-             " bytes) is over the ", int64_t(kMaxPiece), " bytes that WebAssembly's allocator gives one piece of memory "
-             "in this build; a model this large has to come as several files (sharded safetensors)");
     auto f = std::make_shared<runtime::File>();
     f->name = name;
     try {
+      grow_free_top(size_t(size));
       f->bytes.allocate(size_t(size));  // JS fills every byte
     } catch (const std::bad_alloc&) {
       fail(name, ": not enough WebAssembly memory to hold its ", size_t(size), " bytes (the heap stops at 4 GB)");

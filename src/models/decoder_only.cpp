@@ -42,6 +42,7 @@ DecoderOnlyTransformer::DecoderOnlyTransformer(ModelInfo info, DecoderOnlyWeight
 void DecoderOnlyTransformer::embed(const int* tokens, int n, int pos0, float* x) const {
   const int d = info_.d_model;
   const nn::Matrix& pe = w_.position_embedding;
+  std::vector<float> row;  // [d] one f16/bf16 position row widened (allocated once per call)
   for (int i = 0; i < n; ++i) {
     float* xi = x + size_t(i) * d;
     nn::embedding_row(w_.token_embedding, tokens[i], xi);
@@ -52,8 +53,7 @@ void DecoderOnlyTransformer::embed(const int* tokens, int n, int pos0, float* x)
     if (pe.dtype == DType::F32) {  // add the row in place: no copy, no allocation per token
       kernels::add(xi, static_cast<const float*>(pe.data) + size_t(pos) * d, d);
     } else {
-      thread_local std::vector<float> row;
-      row.resize(size_t(d));
+      if (row.empty()) row.resize(size_t(d));
       nn::embedding_row(pe, pos, row.data());
       kernels::add(xi, row.data(), d);
     }

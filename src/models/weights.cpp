@@ -136,6 +136,19 @@ nn::Matrix Weights::prepare(const std::string& key, const TensorView& t, const u
     for (int64_t r = 0; r < rows; ++r) {
       kernels::dequantize_row(stored, data + in_row * size_t(r), row.data(), int(cols));
       kernels::quantize_row(target, row.data(), out + out_row * size_t(r), int(cols));
+      // Finite weights can still give a block scale past f16's range (q8_0: |w| > 65504·127; q4_0:
+      // > 65504·8; q4_K: a sub-block scale or min > 65504·63): the block would dequantize to
+      // infinities and NaN, so it is refused like a non-finite weight.
+      const int64_t bad = kernels::first_non_finite(target, out + out_row * size_t(r), size_t(cols));
+      if (bad >= 0) {
+        const int64_t block = dtype_block_elems(target);
+        float amax = 0.f;
+        for (int64_t i = bad - bad % block; i < std::min<int64_t>(cols, bad - bad % block + block); ++i)
+          amax = std::max(amax, std::fabs(row[size_t(i)]));
+        fail(where(tensors_), "tensor ", t.name, " cannot be quantized to ", dtype_name(target), ": the block at element ",
+             r * cols + bad - bad % block, " of ", count, " holds a weight of magnitude ", amax,
+             ", too large for the block's f16 scale (load it without quantizing)");
+      }
     }
     m.data = out;
   }

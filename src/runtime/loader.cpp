@@ -12,6 +12,7 @@
 #include "runtime/gguf_tokenizer.h"
 #include "runtime/sentencepiece_tokenizer.h"
 #include "runtime/tokenizer_config.h"
+#include "tokenizers/json_vocab.h"
 
 namespace attnlens::runtime {
 
@@ -141,10 +142,13 @@ Roles classify(const std::vector<FilePtr>& files) {
         else if (name == "target_vocab.json") assign(r.target_vocab_json, f, "target_vocab.json");
         else {  // by content: a tokenizer.json has "model"; a config.json "architectures" or "model_type";
                 // a tokenizer_config.json "tokenizer_class", "chat_template" or "added_tokens_decoder"
-          nlohmann::json j = parse_json(f);
-          if (j.is_object() && j.contains("model") && j.at("model").is_object()) assign(r.tokenizer_json, f, "tokenizer.json");
-          else if (j.is_object() && (j.contains("architectures") || j.contains("model_type"))) assign(r.config, f, "config.json");
-          else if (j.is_object() && (j.contains("tokenizer_class") || j.contains("chat_template") || j.contains("added_tokens_decoder")))
+          // (the member names only: a DOM of a 10 MB tokenizer.json took 2/3 of its loading time)
+          const std::string names = tok::json_member_names(
+              std::string_view(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size()), f.name + ": ");
+          const auto has = [&](const char* key) { return names.find(key) != std::string::npos; };
+          if (has("\nmodel\n{")) assign(r.tokenizer_json, f, "tokenizer.json");
+          else if (has("\narchitectures\n") || has("\nmodel_type\n")) assign(r.config, f, "config.json");
+          else if (has("\ntokenizer_class\n") || has("\nchat_template\n") || has("\nadded_tokens_decoder\n"))
             assign(r.tokenizer_config, f, "tokenizer_config.json");
           // other JSON (preprocessor configs, …) is not needed
         }

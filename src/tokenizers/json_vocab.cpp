@@ -18,11 +18,11 @@ constexpr size_t kMaxTokenBytes = size_t(limits::kMaxTokenBytes);
 
 class Scanner {
  public:
-  explicit Scanner(std::string_view s) : s_(s) {}
+  explicit Scanner(std::string_view s, std::string_view what = {}) : s_(s), what_(what) {}
 
   template <class... Parts>
   [[noreturn]] void error(const Parts&... parts) const {
-    fail("not valid JSON at byte ", i_, ": ", parts...);
+    fail(what_, "not valid JSON at byte ", i_, ": ", parts...);
   }
   void ws() {
     while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
@@ -167,7 +167,7 @@ class Scanner {
     return v;
   }
 
-  std::string_view s_;
+  std::string_view s_, what_;  // what_: "NAME: " to put before a message, or ""
   size_t i_ = 0;
   std::string scratch_;
 };
@@ -330,6 +330,37 @@ nlohmann::json parse_tokenizer_json(std::string_view text, VocabLists& lists, in
   }
   if (!sc.at_end()) sc.error("unexpected data after the top-level object");
   return root;
+}
+
+namespace {
+// In a function that owns nothing to destroy: no exception landing pads around its calls (smaller wasm).
+void read_member_names(Scanner& sc, std::string& names) {
+  if (sc.peek() != '{') {
+    sc.skip_value(0);
+  } else {
+    sc.expect('{');
+    if (!sc.eat('}')) {
+      do {
+        sc.string(sc.a);
+        sc.expect(':');
+        names += '\n';
+        names += sc.a;
+        names += '\n';
+        names += sc.peek();
+        sc.skip_value(1);
+      } while (sc.eat(','));
+      sc.expect('}');
+    }
+  }
+  if (!sc.at_end()) sc.error("unexpected data after the top-level value");
+}
+}  // namespace
+
+std::string json_member_names(std::string_view text, std::string_view what) {
+  Scanner sc(text, what);
+  std::string names;
+  read_member_names(sc, names);
+  return names;
 }
 
 }  // namespace attnlens::tok

@@ -28,4 +28,12 @@ struct VocabLists {
 // tokens, an id at or above max_vocab) or a size beyond core/limits.h (token bytes, merges, nesting).
 nlohmann::json parse_tokenizer_json(std::string_view text, VocabLists& lists, int64_t max_vocab);
 
+// The names of the top-level members of a JSON object (none if the document is not an object), as
+// "\nNAME\nC" each, C the first character of the value ('{' an object, '[' an array, '"' a string,
+// ...): find("\nmodel\n{") says there is an object "model". Checks the whole document's syntax and
+// nesting as parse_json does but builds no values: the loader tells a tokenizer.json from a
+// config.json by them without a DOM of a 10 MB file. Throws attnlens::Error "WHAT: not valid JSON at
+// byte N: ..." (what = "file0: ").
+std::string json_member_names(std::string_view text, std::string_view what);
+
 }  // namespace attnlens::tok

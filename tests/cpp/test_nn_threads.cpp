@@ -104,3 +104,20 @@ TEST_CASE("linear: the GGML block types (q4_0, q5_0, q4_K) and f16 split over th
     }
   }
 }
+
+TEST_CASE("release_scratch gives back the packing buffers of every thread, and the results stay the same", "[nn][threads]") {
+  parallel::reserve(4);
+  const int out = 768, in = 288, n = 64;
+  std::vector<float> w = randn(size_t(out) * in, 5u, 1.f / std::sqrt(float(in)));
+  const std::vector<float> x = randn(size_t(n) * in, 6u);
+  const Linear l{Matrix{DType::F32, out, in, w.data()}, nullptr};
+  kernels::release_scratch();
+  REQUIRE(kernels::scratch_bytes() == 0);
+  const std::vector<float> before = run(l, x, n, 4);
+  CHECK(kernels::scratch_bytes() > 0);  // prefill packed x and W's panels on the threads that ran
+  kernels::release_scratch();
+  CHECK(kernels::scratch_bytes() == 0);
+  CHECK(same_bits(before, run(l, x, n, 4)));  // the buffers regrow
+  CHECK(kernels::scratch_bytes() > 0);
+  kernels::release_scratch();
+}

@@ -221,3 +221,19 @@ TEST_CASE("a GGUF's chat template and end-of-turn token reach the prompt format"
   const auto& stops = m->prompt_format().stop_tokens;
   CHECK(std::find(stops.begin(), stops.end(), im_end) != stops.end());
 }
+
+TEST_CASE("unnamed JSON files are told apart by their top-level members (tokenizer.json, tokenizer_config.json)", "[runtime][chat]") {
+  SKIP_UNLESS_FILE(llama_json);
+  // ArrayBuffers reach the loader as "file0", "file1": a tokenizer.json has an object "model", a
+  // tokenizer_config.json "tokenizer_class" / "chat_template" / "added_tokens_decoder".
+  LoadedTokenizer t = load_tokenizer_files(
+      {file(llama_json, "file0"), text("file1", R"({"add_bos_token": false, "model": "not an object", "tokenizer_class": "X"})")});
+  const LoadedTokenizer named = load_tokenizer_files({file(llama_json, "tokenizer.json")});
+  CHECK(t.tokenizer->encode("Hello world", false) == named.tokenizer->encode("Hello world", false));
+  CHECK(t.flags.override);  // the configuration was read: add_bos_token false overrides the post-processor's <s>
+  // Bad JSON among them names the file and the byte.
+  CHECK_THROWS_WITH(load_tokenizer_files({file(llama_json, "file0"), text("file1", R"({"a": [1, 2})")}),
+                    Contains("file1: not valid JSON at byte"));
+  CHECK_THROWS_WITH(load_tokenizer_files({file(llama_json, "file0"), text("file1", R"({"a": 1} x)")}),
+                    Contains("file1: not valid JSON at byte"));
+}

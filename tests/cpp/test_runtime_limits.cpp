@@ -247,6 +247,38 @@ void poison(std::string& st, const std::string& tensor, size_t element, float va
 }
 }  // namespace
 
+TEST_CASE("finite weights whose quantized block scale overflows f16 are refused, naming the tensor", "[runtime][limits]") {
+  // kernels' quantizers are undefined-behaviour free on extreme blocks (subnormal values, tiny ranges:
+  // checked with UBSan by tests/fuzz), but a block scale past f16's 65504 is stored as infinity and the
+  // block dequantizes to inf/NaN: q8_0 from |w| > 65504·127, q4_0 from > 65504·8, q4_K from a
+  // sub-block scale > 65504·63. Such a load is refused like a non-finite weight.
+  Shape s;
+  s.dim = 256;
+  s.hidden = 256;
+  const json c = llama_config(s);
+  const char* tensor = "model.layers.1.mlp.up_proj.weight";
+  struct Case {
+    models::WeightFormat format;
+    const char* type;
+    float too_large, fine;
+  };
+  for (const Case& k : {Case{models::WeightFormat::Q8_0, "q8_0", 1e7f, 1e6f}, Case{models::WeightFormat::Q4_0, "q4_0", 6e5f, 5e5f},
+                        Case{models::WeightFormat::Q4_K, "q4_K", 1e30f, 1e7f}}) {
+    LoadOptions o;
+    o.format = k.format;
+    std::string w = llama_weights(s);
+    poison(w, tensor, 300, k.too_large);
+    const std::string e = error_of([&] { load_model({file("config.json", c.dump()), file("model.safetensors", w)}, o); });
+    INFO(k.type << ": " << e);
+    CHECK_THAT(e, Contains("model.safetensors") && Contains(tensor) && Contains(std::string("cannot be quantized to ") + k.type) &&
+                      Contains("the block at element " + std::to_string(k.format == models::WeightFormat::Q4_K ? 256 : 288)) &&
+                      Contains("too large for the block's f16 scale"));
+    w = llama_weights(s);
+    poison(w, tensor, 300, k.fine);
+    CHECK_NOTHROW(load_model({file("config.json", c.dump()), file("model.safetensors", w)}, o));
+  }
+}
+
 TEST_CASE("non-finite weights are refused at load on every path, naming the file and the tensor", "[runtime][limits]") {
   Shape s;
   const json c = llama_config(s);

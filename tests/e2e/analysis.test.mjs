@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import {
   browserUnavailable, launchBrowser, observeLongTasks, screenshot, startServer, traceMainThreadTasks, wasmUnavailable,
 } from './helpers.mjs';
+import { checkBertviz, checkCircuitsvis } from '../js/fixtures/interop-formats.mjs';
 
 const MANIFEST = new URL('../../models/manifest.json', import.meta.url);
 const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(MANIFEST) ? false : 'models/manifest.json is missing (no built-in models)');
@@ -182,6 +183,7 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
     const run = await page.evaluate(() => ({ n: window.attnlens.state.run.target.ids.length, pieces: window.attnlens.state.run.target.pieces }));
     const [bv] = await Promise.all([page.waitForEvent('download'), page.click('#export-bertviz')]);
     const doc = JSON.parse(readFileSync(await bv.path(), 'utf8'));
+    assert.deepEqual(checkBertviz(doc), { layers: 4, heads: 6, n: run.n });  // what head_view accepts
     assert.deepEqual(Object.keys(doc), ['attention', 'tokens']);
     assert.deepEqual(doc.tokens, run.pieces);
     assert.equal(doc.attention.length, 4);
@@ -191,8 +193,9 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
     assert.ok(mine.every((v, i) => Math.abs(v - f[i]) < 1e-6), 'layer 2 head 4 as the engine computes it');
     const [cv] = await Promise.all([page.waitForEvent('download'), page.click('#export-circuitsvis')]);
     const layers = JSON.parse(readFileSync(await cv.path(), 'utf8'));
-    assert.equal(layers.length, 4);
-    assert.deepEqual(Object.keys(layers[0]), ['attention', 'tokens', 'attention_head_names']);
+    assert.deepEqual(checkCircuitsvis(layers), Array(4).fill({ heads: 6, n: run.n }));  // what attention_heads accepts
+    assert.deepEqual(Object.keys(layers[0]), ['attention', 'tokens', 'attention_head_names', 'mask_upper_tri']);
+    assert.equal(layers[0].mask_upper_tri, true);
     assert.deepEqual(layers[3].attention_head_names, ['L3H0', 'L3H1', 'L3H2', 'L3H3', 'L3H4', 'L3H5']);
     assert.deepEqual(layers[2].attention, doc.attention[2][0]);
     assert.deepEqual(browser.errors, []);
@@ -204,7 +207,10 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
     const run = await generateOnPage({ prompt: 'Wednesday, 3rd of March 2021', maxNewTokens: 16, temperature: 0 });
     assert.equal(run.status, 'done', run.error);
     await page.click('#atab-predictions');
-    await page.waitForFunction(() => document.querySelector('#aview-predictions .view-caption').textContent.startsWith('The model'), null, { timeout: 60_000 });
+    // The caption may still be the previous model's (kjv-gpt2's) while this run's cards are drawn:
+    // wait for this run's cards, then check there is one per target token.
+    await page.waitForFunction((n) => document.querySelector('#aview-predictions .view-caption').textContent.startsWith('The model')
+      && document.querySelectorAll('#aview-predictions .pred-card').length >= n, run.ids.length, { timeout: 60_000 }).catch(() => {});
     assert.equal(await page.$$eval('#aview-predictions .pred-card', (els) => els.length), run.ids.length);
     await page.click('#atab-patching');
     await page.click('#patch-run');
@@ -216,6 +222,26 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
     await page.click('#aview-ablation .ablation-grid .grid-cell[data-row="2"][data-col="0"]');
     await page.waitForFunction(() => document.querySelectorAll('#aview-ablation .topk-diff tbody tr').length === 5, null, { timeout: 60_000 });
     await screenshot(page, 'analysis-date-normalizer.png', { fullPage: true });
+
+    // Exports of an encoder–decoder run: BertViz's encoder/decoder/cross arguments; CircuitsVis (one token
+    // list for both axes) refuses cross-attention and gives the encoder's unmasked.
+    const info = await page.evaluate(() => ({ src: window.attnlens.state.run.source.pieces.length, tgt: window.attnlens.state.run.store.queryCount('self'), kind: window.attnlens.state.kind }));
+    const [bv] = await Promise.all([page.waitForEvent('download'), page.click('#export-bertviz')]);
+    const bdoc = JSON.parse(readFileSync(await bv.path(), 'utf8'));
+    const shapes = checkBertviz(bdoc);
+    assert.deepEqual(Object.keys(shapes), ['encoder_attention', 'decoder_attention', 'cross_attention']);
+    assert.deepEqual([shapes.encoder_attention.rows, shapes.decoder_attention.rows, shapes.cross_attention.rows, shapes.cross_attention.cols], [info.src, info.tgt, info.tgt, info.src]);
+    await page.selectOption('#kind-select', 'cross');
+    await frames(page);
+    assert.equal(await page.$eval('#export-circuitsvis', (b) => b.disabled), true, 'CircuitsVis cannot show cross-attention');
+    assert.match(await page.$eval('#export-circuitsvis', (b) => b.title), /cannot show cross-attention/);
+    await page.selectOption('#kind-select', 'encoder');
+    await frames(page);
+    const [cv] = await Promise.all([page.waitForEvent('download'), page.click('#export-circuitsvis')]);
+    const clayers = JSON.parse(readFileSync(await cv.path(), 'utf8'));
+    assert.deepEqual(checkCircuitsvis(clayers).map((x) => x.n), clayers.map(() => info.src));
+    assert.ok(clayers.every((l) => l.mask_upper_tri === false));
+    assert.deepEqual(clayers[0].attention, bdoc.encoder_attention[0][0]);
     assert.deepEqual(browser.errors, []);
   });
 });

@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +24,38 @@ inline attnlens::runtime::FilePtr file(const std::string& name, const uint8_t* d
   f->name = name;
   f->bytes.assign(data, data + size);
   return f;
+}
+
+// A fixed file of the repository that a harness pairs the fuzzer's bytes with (tools/fuzz.mjs runs the
+// harnesses from the repository root).
+inline attnlens::runtime::FilePtr repo_file(const std::string& path, const std::string& name) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "fuzz: cannot read %s (run from the repository root)\n", path.c_str());
+    std::abort();
+  }
+  auto f = std::make_shared<attnlens::runtime::File>();
+  f->name = name;
+  const std::vector<char> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  f->bytes.assign(reinterpret_cast<const uint8_t*>(bytes.data()), reinterpret_cast<const uint8_t*>(bytes.data()) + bytes.size());
+  return f;
+}
+
+// Texts every tokenizer harness encodes: plain, with special tokens typed in, odd Unicode.
+inline const char* const kTexts[] = {"Hello, world! é 日本 🎉", "<s>[INST] hi [/INST]</s><|im_start|>user\n<|im_end|>",
+                                     "  two  spaces\ttab\nnewline 123456 >>fra<< ▁x", ""};
+
+// Encodes kTexts with and without special tokens, decodes, asks for pieces and special flags.
+inline void exercise_tokenizer(const attnlens::Tokenizer& t, const attnlens::generate::SpecialTokenFlags& flags = {}) {
+  for (const char* text : kTexts)
+    for (bool add_special : {true, false}) {
+      const std::vector<int> ids = attnlens::generate::encode_text(t, flags, text, add_special);
+      (void)t.decode(ids);
+      for (int id : ids) {
+        (void)t.piece(id);
+        (void)t.is_special(id);
+      }
+    }
 }
 
 // Runs f; attnlens::Error (a clean refusal) is fine, any other exception aborts (a finding).

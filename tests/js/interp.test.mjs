@@ -257,6 +257,35 @@ describe('date-normalizer (encoder-decoder)', { skip: noDates }, () => {
   });
 });
 
+// Issue 13 item 7 on a model that has induction heads (kjv-gpt2 has none: see tests/cpp/test_interp.cpp):
+// tests/fixtures/interp/induction-gpt2, a 2-layer GPT-2 trained on repeated random tokens, read as ids
+// (no tokenizer). PyTorch found its induction heads by ablating each head alone (make_interp_fixtures.py).
+describe('induction-gpt2: the detector ranks the induction heads first, ablating them raises the loss', () => {
+  let model;
+  const fx = fixture('induction-gpt2');
+  const found = fx.config.induction_heads.map(([layer, head]) => ({ layer, head }));
+  before(async () => { model = await loadModel(join(root, 'tests', 'fixtures', 'interp', 'induction-gpt2')); });
+  after(async () => { await model?.dispose(); });
+
+  test('forward: top-k and head scores equal PyTorch', async () => {
+    const f = await model.forward(fx.config.tokens, { topK: fx.config.k, heads: true });
+    close(flat(f.topk, 'logit'), fx.arr('topk_logits'), 1e-4, 'top-k logits');
+    close(f.heads.induction.flat(), fx.arr('prompt_ind'), 1e-5, 'induction scores');
+  });
+
+  test('detectHeads ranks them first; with them ablated the repeated half is predicted far worse', async () => {
+    assert.ok(found.length > 0);
+    const d = await model.detectHeads({ batch: 8, seed: 2024 });
+    assert.ok(d.loss.secondCopy < 0.5 * d.loss.firstCopy, `losses ${d.loss.firstCopy} / ${d.loss.secondCopy}`);
+    const heads = d.heads.induction.flatMap((row, layer) => row.map((score, head) => ({ layer, head, score })));
+    const top = heads.sort((a, b) => b.score - a.score).slice(0, found.length).map(({ layer, head }) => `${layer}.${head}`);
+    assert.deepEqual(top.sort(), found.map(({ layer, head }) => `${layer}.${head}`).sort(), JSON.stringify(d.heads.induction));
+    const ablated = await model.detectHeads({ batch: 8, seed: 2024, ablate: found });
+    assert.deepEqual(ablated.sequences, d.sequences);
+    assert.ok(ablated.loss.secondCopy > d.loss.secondCopy + 1, `second copy ${d.loss.secondCopy} → ${ablated.loss.secondCopy}`);
+  });
+});
+
 describe('the same API in a worker', { skip: noKjv }, () => {
   let model;
   let here;

@@ -274,6 +274,7 @@ function showStats(run) {
   const s = run?.stats;
   const fmt = (v, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : '–');
   $('#stat-tps').textContent = fmt(s?.tokensPerSecond, 0);
+  $('#stat-engine-tps').textContent = fmt(s?.engineTokensPerSecond, 0);
   $('#stat-ms').textContent = fmt(s?.msPerToken, 1);
   $('#stat-prefill').textContent = fmt(s?.prefillMs, 0);
   $('#stat-tokens').textContent = run ? String(s.generated) : '–';
@@ -281,7 +282,7 @@ function showStats(run) {
   if (run?.status === 'running') note = 'Generating… (rates measured as tokens arrive)';
   else if (run) {
     const why = { eos: 'the model ended the text', length: 'reached the token limit', stop: 'hit a stop string', context: 'the context is full', aborted: 'stopped' }[run.finishReason] ?? run.finishReason;
-    note = `Finished: ${why}.${s.engineTimed ? ' Rates timed by the engine.' : ''}`;
+    note = `Finished: ${why}. tokens/s as the tokens reached this page${s.engineTimed ? '; engine tokens/s as the engine timed its decoding' : ''}.`;
     if (run.beamScore !== null && run.beamScore !== undefined)
       note += ` Beam search: the tokens came once the search was over (score ${run.beamScore.toFixed(3)}, counted over every beam's tokens).`;
     if (page.longestTask === null) note += ' No main-thread task over 50 ms while generating.';

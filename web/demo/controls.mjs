@@ -3,7 +3,10 @@
 import { AXES, KIND_LABELS } from './attention-store.mjs';
 import { CONTRASTS, ColourScale, SCALES } from './colour.mjs';
 import { $, h } from './format.mjs';
+import { circuitsvisRefusal } from './interop.mjs';
 import { HEAD_AVERAGE } from './state.mjs';
+
+const CIRCUITSVIS_TITLE = 'Every layer of this attention kind, as CircuitsVis attention_heads arguments (JSON)';
 
 // ---- sampling --------------------------------------------------------------------------------
 const FIELDS = {
@@ -106,6 +109,9 @@ export function syncToolbar(state) {
   $('#head-select').disabled = !heads;
   const hasRows = !!store?.queryCount(state.kind);
   for (const id of ['#export-json', '#export-png', '#export-bertviz', '#export-circuitsvis']) $(id).disabled = !hasRows;
+  const refused = circuitsvisRefusal(state.kind);
+  if (refused) $('#export-circuitsvis').disabled = true;
+  $('#export-circuitsvis').title = refused ?? CIRCUITSVIS_TITLE;
   for (const tab of document.querySelectorAll('#attention [role="tab"]')) {
     const on = tab.dataset.view === state.view;
     tab.setAttribute('aria-selected', String(on));

@@ -5,8 +5,12 @@
 //              doc["attention"]]) with `tokens`; an encoder–decoder model gives encoder_attention,
 //              decoder_attention, cross_attention with encoder_tokens and decoder_tokens instead.
 //   CircuitsVis circuitsvis.attention.attention_heads(**layer) for each entry of the list: one
-//              layer's `attention` [head][destination][source], `tokens` and `attention_head_names`.
-// Missing rows (a token past the context length) are all 0.
+//              layer's `attention` [head][destination][source], `tokens` (both axes),
+//              `attention_head_names` and `mask_upper_tri` (true for causal self-attention, false for
+//              the encoder's). attention_heads has one token list for both axes, so cross-attention
+//              (target rows, source columns) has no CircuitsVis form: exporting it is refused.
+// Missing rows (a token past the context length) are all 0. tests/js/fixtures/interop-formats.mjs
+// checks both documents against what those tools accept.
 import { download } from './format.mjs';
 
 function square(store, kind) {
@@ -29,18 +33,24 @@ export function bertvizDocument(state) {
   return { attention: batch(square(store, 'self')), tokens: run.target.pieces.slice(0, store.queryCount('self')) };
 }
 
+export const circuitsvisRefusal = (kind) =>
+  kind === 'cross' ? "CircuitsVis' attention_heads takes one token list for both axes, so it cannot show cross-attention: choose the decoder's or the encoder's self-attention." : null;
+
 export function circuitsvisDocument(state) {
   const run = state.run;
   const kind = state.kind;
+  const refused = circuitsvisRefusal(kind);
+  if (refused) throw new Error(refused);
   const store = run.store;
-  const keys = kind === 'self' ? run.target.pieces : run.source.pieces;
-  const queries = kind === 'encoder' ? run.source.pieces : run.target.pieces;
+  const tokens = kind === 'self' ? run.target.pieces : run.source.pieces;
   return square(store, kind).map((heads, i) => {
     const layer = store.layers(kind)[i];
-    const n = heads[0]?.length ?? 0;
-    const doc = { attention: heads, tokens: keys.slice(0, heads[0]?.[0]?.length ?? 0), attention_head_names: heads.map((_, hd) => `L${layer}H${hd}`) };
-    if (kind === 'cross') doc.query_tokens = queries.slice(0, n);  // cross-attention: rows are the target's
-    return doc;
+    return {
+      attention: heads,
+      tokens: tokens.slice(0, heads[0]?.length ?? 0),
+      attention_head_names: heads.map((_, hd) => `L${layer}H${hd}`),
+      mask_upper_tri: kind === 'self',
+    };
   });
 }
 

@@ -14,7 +14,9 @@ export class Run {
     this.status = 'running';                          // 'running' | 'done' | 'stopped' | 'error'
     this.finishReason = null;
     this.error = null;
-    this.stats = { prefillMs: NaN, generated: 0, tokensPerSecond: NaN, msPerToken: NaN, engineTimed: false };
+    // tokensPerSecond / msPerToken: as the tokens arrive in the page (what a user sees);
+    // engineTokensPerSecond: the engine's own decode rate (result.timings), once the run ends.
+    this.stats = { prefillMs: NaN, generated: 0, tokensPerSecond: NaN, msPerToken: NaN, engineTokensPerSecond: NaN, engineTimed: false };
     this.predictions = [];                            // [position] → the top-k that produced the next token
     this.settings = null;
     this.lastRowNote = '';
@@ -122,10 +124,7 @@ function applyResult(run, result) {
   const t = result.timings;
   if (!t) return;
   run.stats.prefillMs = t.prefillMs;
-  if (t.decodedTokens > 0) {
-    run.stats.tokensPerSecond = t.tokensPerSecond;
-    run.stats.msPerToken = t.decodeMs / t.decodedTokens;
-  }
+  if (t.decodedTokens > 0) run.stats.engineTokensPerSecond = t.tokensPerSecond;
   run.stats.engineTimed = true;
 }
 

@@ -6,10 +6,14 @@
 
 // ---- sources and loading ---------------------------------------------------------------------------
 
-/** Bytes of one file with its name (the name tells the engine what the file is, e.g. "tokenizer.json"). */
+/**
+ * Bytes of one file with its name (the name tells the engine what the file is, e.g. "tokenizer.json").
+ * `data` may be the file's consecutive pieces (e.g. 1 GB ArrayBuffers of a 2.5 GB GGUF): each is read
+ * straight into the engine's memory, so a file over 2 GB never has to be one buffer.
+ */
 export interface NamedBuffer {
   name: string;
-  data: ArrayBuffer | ArrayBufferView | Blob;
+  data: ArrayBuffer | ArrayBufferView | Blob | ReadonlyArray<ArrayBuffer | ArrayBufferView | Blob>;
 }
 
 /**
@@ -304,7 +308,8 @@ export interface ForwardOptions {
 /** One of the most likely next tokens: its probability under the model (softmax of the logits) and its logit. */
 export interface Prediction {
   id: number;
-  piece: string;
+  /** null for a model loaded without a tokenizer (read as ids). */
+  piece: string | null;
   prob: number;
   logit: number;
 }
@@ -409,6 +414,7 @@ export interface DetectHeadsOptions {
   length?: number;
   /** Sequences averaged (default 4). */
   batch?: number;
+  /** Seed of the probe's random tokens (an integer in [0, 2^31 − 1]; default 0). */
   seed?: number;
   /** Run the probe with these heads switched off. */
   ablate?: HeadAblation[];

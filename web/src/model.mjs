@@ -361,9 +361,9 @@ export class Model {
         }
         const tops = [r.topk, ...(r.lens ?? [])];
         const ids = idsOf(tops);
-        const pieces = ids.length ? h.pieces(ids) : [];
+        const pieces = ids.length && this.info.tokenizer ? h.pieces(ids) : [];  // a model read as ids: piece null
         const byId = new Map(ids.map((id, i) => [id, pieces[i]]));
-        const pieceOf = (id) => byId.get(id);
+        const pieceOf = (id) => byId.get(id) ?? null;
         if (r.topk) out.topk = expandTopK(r.topk, pieceOf);
         if (r.lens) out.logitLens = r.lens.map((t) => expandTopK(t, pieceOf));
         if (r.lensLogits) {
@@ -479,7 +479,7 @@ export class Model {
     const o = {
       length: options.length === undefined ? 0 : check.topK(options.length, 'length'),
       batch: options.batch === undefined ? 4 : check.topK(options.batch, 'batch'),
-      seed: options.seed === undefined ? 0 : check.topK(options.seed, 'seed'),
+      seed: options.seed === undefined ? 0 : check.probeSeed(options.seed, 'seed'),
       ablate: check.ablations(options.ablate, 'ablate', this.info),
     };
     return this.#exclusive(() => {

@@ -9,7 +9,8 @@
 //                                        tokenizer.model)
 //   several URLs                         ["…/stories15M.bin", "…/tokenizer.bin"]
 //   File / Blob objects (dropped files), ArrayBuffers or typed arrays (named "file0", "file1", …
-//   or passed as { name, data })
+//   or passed as { name, data }); one file in consecutive pieces as { name, data: [piece, …] }
+//   (ArrayBuffers, typed arrays or Blobs: a file over 2 GB never has to be one buffer)
 //   in Node: a path of a file or a folder
 //
 // Downloads report progress (bytes loaded / total), honour an AbortSignal, and with `cache` keep
@@ -357,6 +358,36 @@ function blobEntry(blob, index, name = blob.name ?? `file${index}`) {
   };
 }
 
+// One file given as consecutive pieces (buffers or Blobs): read piece by piece where it goes.
+function piecesEntry(pieces, name) {
+  const parts = pieces.map((p) => (isBlob(p) ? p : fromBuffer(p, name).bytes));
+  const size = parts.reduce((a, p) => a + (isBlob(p) ? p.size : p.length), 0);
+  const readInto = async (write, onChunk, signal) => {
+    let at = 0;
+    for (const p of parts) {
+      if (isBlob(p)) {
+        await blobEntry(p, 0, name).readInto((chunk, o) => write(chunk, at + o), onChunk, signal);
+        at += p.size;
+      } else {
+        throwIfAborted(signal);
+        write(p, at);
+        at += p.length;
+        onChunk(p.length);
+      }
+    }
+  };
+  return {
+    name,
+    size,
+    async read(onChunk, signal) {  // one buffer: only where a file must be (a tokenizer's, a size not known)
+      const bytes = new Uint8Array(size);
+      await readInto((chunk, at) => bytes.set(chunk, at), onChunk, signal);
+      return bytes;
+    },
+    readInto,
+  };
+}
+
 function fromBuffer(data, name) {
   if (data instanceof ArrayBuffer) return { name, bytes: new Uint8Array(data) };
   if (ArrayBuffer.isView(data)) return { name, bytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
@@ -371,16 +402,20 @@ function isBlob(item) {
   return typeof Blob !== 'undefined' && item instanceof Blob;
 }
 
+function isPieceList(data) {
+  return Array.isArray(data) && data.length > 0 && data.every((p) => isBufferLike(p) || isBlob(p));
+}
+
 /** Checks the shape of a source (throws TypeError), without reading anything. */
 export function checkSource(source) {
   const list = Array.isArray(source) ? source : [source];
   if (!list.length) throw new TypeError('loadModel: source is an empty array');
   list.forEach((item, i) => {
     const ok = typeof item === 'string' || item instanceof URL || isBlob(item) || isBufferLike(item) ||
-      (item && typeof item === 'object' && typeof item.name === 'string' && (isBufferLike(item.data) || isBlob(item.data)));
+      (item && typeof item === 'object' && typeof item.name === 'string' && (isBufferLike(item.data) || isBlob(item.data) || isPieceList(item.data)));
     if (!ok)
       throw new TypeError(
-        `loadModel: source ${Array.isArray(source) ? `[${i}] ` : ''}must be a URL, a path (Node), a File/Blob, an ArrayBuffer, a typed array or {name, data}; got ${item === null ? 'null' : Array.isArray(item) ? 'an array' : typeof item}`,
+        `loadModel: source ${Array.isArray(source) ? `[${i}] ` : ''}must be a URL, a path (Node), a File/Blob, an ArrayBuffer, a typed array or {name, data} (data: a buffer, a Blob or a non-empty array of them, the file's consecutive pieces); got ${item === null ? 'null' : Array.isArray(item) ? 'an array' : typeof item}`,
       );
     if (typeof item === 'string' && !item.length) throw new TypeError(`loadModel: source ${Array.isArray(source) ? `[${i}] ` : ''}is an empty string`);
   });
@@ -415,6 +450,8 @@ export async function openSource(source, options = {}) {
       groups.push([blobEntry(item, i)]);
     } else if (isBlob(item.data)) {
       groups.push([blobEntry(item.data, i, item.name)]);
+    } else if (Array.isArray(item.data)) {
+      groups.push([piecesEntry(item.data, item.name)]);
     } else {
       const file = fromBuffer(item, `file${i}`) ?? fromBuffer(item.data, item.name);
       groups.push([{

@@ -184,6 +184,11 @@ export function chatOptions(o, fn, { addGenerationPrompt = false } = {}) {
   return out;
 }
 
+/** A probe seed: an integer in [0, 2^31 − 1] (the engine's ProbeOptions). */
+export function probeSeed(v, name) {
+  return number(v, name, { min: 0, max: 2 ** 31 - 1, integer: true });
+}
+
 /** A top-k count: undefined / 0 / false → 0 (off), else an integer in [1, 1000]. */
 export function topK(v, name) {
   if (v === undefined || v === 0 || v === false || v === null) return 0;

@@ -180,8 +180,8 @@ function prepareSource(source) {
     if (item instanceof ArrayBuffer || ArrayBuffer.isView(item)) return buffer(item);
     // A File's name does not survive structured cloning everywhere (Node turns it into a Blob).
     if (typeof Blob !== 'undefined' && item instanceof Blob) return typeof item.name === 'string' ? { name: item.name, data: item } : item;
-    if (typeof Blob !== 'undefined' && item.data instanceof Blob) return { name: item.name, data: item.data };
-    return { name: item.name, data: buffer(item.data) };
+    const piece = (d) => (typeof Blob !== 'undefined' && d instanceof Blob ? d : buffer(d));
+    return { name: item.name, data: Array.isArray(item.data) ? item.data.map(piece) : piece(item.data) };
   };
   return { source: Array.isArray(source) ? source.map(one) : one(source), transfer };
 }

@@ -155,7 +155,7 @@ async function interpretability(): Promise<void> {
     ablate: [{ layer: 0, head: 1 }, { layer: 1, head: 2, mode: 'mean' }],
   });
   const p: Prediction = f.topk![0][0];
-  const piece: string = p.piece;
+  const piece: string | null = p.piece;  // null for a model read as ids (no tokenizer)
   const lens: Prediction[][][] = f.logitLens!;
   const induction: number[][] = f.heads!.induction;
   const rollout: Float32Array = f.rollout!;
