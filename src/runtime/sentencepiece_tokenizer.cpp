@@ -13,6 +13,7 @@
 #include "tokenizers/post_processors.h"
 #include "tokenizers/sentencepiece_model.h"
 #include "tokenizers/string_table.h"
+#include "tokenizers/unicode.h"
 
 namespace attnlens::runtime {
 
@@ -20,18 +21,6 @@ namespace {
 
 using Proto = SentencePieceModelProto;
 using Type = Proto::PieceType;
-
-int byte_value(const std::string& p) {
-  if (p.size() != 6 || p.compare(0, 3, "<0x") != 0 || p[5] != '>') return -1;
-  int v = 0;
-  for (size_t i = 3; i < 5; ++i) {
-    const char c = p[i];
-    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-    if (d < 0) return -1;
-    v = v * 16 + d;
-  }
-  return v;
-}
 
 tok::SpmPiece kind_of(Type t) {
   switch (t) {
@@ -75,7 +64,7 @@ int check(const Proto& m) {
     if (p.type == Type::Byte) {
       if (!t.byte_fallback)
         fail(f, ": piece ", id, " (", p.piece, ") is a BYTE piece but trainer_spec.byte_fallback is false");
-      const int v = byte_value(p.piece);
+      const int v = unicode::byte_piece_value(p.piece);
       if (v < 0) fail(f, ": piece ", id, " is a BYTE piece but \"", p.piece, "\" is not <0xXX>");
       if (!byte_seen[size_t(v)]) ++bytes_found;
       byte_seen[size_t(v)] = true;

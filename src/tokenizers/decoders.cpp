@@ -9,19 +9,6 @@
 namespace attnlens::tok {
 
 namespace {
-// The byte a "<0xXX>" token stands for, or -1.
-int byte_token_value(std::string_view t) {
-  if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
-  int v = 0;
-  for (size_t i = 3; i < 5; ++i) {
-    const char c = t[i];
-    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (d < 0) return -1;
-    v = v * 16 + d;
-  }
-  return v;
-}
-
 void replace_in_place(std::string& s, std::string_view from, std::string_view to) {
   if (from.empty() || s.find(from) == std::string::npos) return;
   std::string out;
@@ -78,7 +65,7 @@ void MetaspaceDecoder::decode_chain(std::vector<std::string>& tokens, DecodePosi
 
 void ByteFallbackDecoder::decode_chain(std::vector<std::string>& tokens, DecodePosition) const {
   for (std::string& t : tokens)
-    if (const int b = byte_token_value(t); b >= 0) t.assign(1, char(b));
+    if (const int b = unicode::byte_piece_value(t, /*lowercase_hex=*/true); b >= 0) t.assign(1, char(b));
 }
 
 void FuseDecoder::decode_chain(std::vector<std::string>& tokens, DecodePosition) const {

@@ -35,19 +35,6 @@ std::string with_spaces(std::string_view piece) {
   return out;
 }
 
-// The byte a "<0xXX>" piece stands for, or -1.
-int parse_byte_piece(std::string_view p) {
-  if (p.size() != 6 || p.compare(0, 3, "<0x") != 0 || p[5] != '>') return -1;
-  int v = 0;
-  for (size_t i = 3; i < 5; ++i) {
-    const char c = p[i];
-    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (d < 0) return -1;
-    v = v * 16 + d;
-  }
-  return v;
-}
-
 // Length of the llama2.c character group at s[pos]: one byte plus up to three continuation bytes.
 size_t utf8_group(std::string_view s, size_t pos) {
   size_t len = 1;
@@ -101,7 +88,7 @@ void SentencePieceBpe::init_bytes(const std::vector<int>& token_types) {
   byte_token_.assign(256, -1);
   byte_value_.assign(size_t(n), -1);
   for (int id = 0; id < n; ++id) {
-    const int v = parse_byte_piece(piece_str(id));
+    const int v = unicode::byte_piece_value(piece_str(id), /*lowercase_hex=*/true);
     if (!token_types.empty() && token_types[size_t(id)] == kByte)
       AL_CHECK(v >= 0, "sentencepiece tokenizer: token ", id, " has type byte but piece \"", piece_str(id),
                "\" is not <0xXX>");

@@ -187,18 +187,6 @@ void SentencePieceBpeModel::encode_word(std::string_view word, std::vector<int>&
 
 // --- SentencePieceDecoder -------------------------------------------------------------------------
 namespace {
-int byte_piece_value(std::string_view p) {
-  if (p.size() != 6 || p.compare(0, 3, "<0x") != 0 || p[5] != '>') return -1;
-  int v = 0;
-  for (size_t i = 3; i < 5; ++i) {
-    const char c = p[i];
-    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-    if (d < 0) return -1;
-    v = v * 16 + d;
-  }
-  return v;
-}
-
 std::string spaces_for_symbols(std::string_view piece) {
   std::string out;
   out.reserve(piece.size());
@@ -237,7 +225,7 @@ void SentencePieceDecoder::decode_chain(std::vector<std::string>& tokens, Decode
     bytes.clear();
   };
   for (std::string& t : tokens) {
-    const int b = o_.byte_pieces ? byte_piece_value(t) : -1;
+    const int b = o_.byte_pieces ? unicode::byte_piece_value(t) : -1;
     if (b >= 0) {
       if (where == DecodePosition::Token) out.push_back(std::string(1, char(b)));  // the byte itself
       else bytes.push_back(char(b));

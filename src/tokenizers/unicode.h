@@ -59,4 +59,21 @@ std::string sanitize_utf8(std::string_view s);
 // character as "<0xNN>". Always valid UTF-8.
 std::string display_bytes(std::string_view bytes);
 
+// The byte a byte-fallback piece "<0xXX>" stands for, or -1. sentencepiece writes and reads only
+// upper-case hex digits; Hugging Face's ByteFallback decoder also reads lower case (lowercase_hex).
+inline int byte_piece_value(std::string_view piece, bool lowercase_hex = false) {
+  if (piece.size() != 6 || piece.compare(0, 3, "<0x") != 0 || piece[5] != '>') return -1;
+  int v = 0;
+  for (size_t i = 3; i < 5; ++i) {
+    const char c = piece[i];
+    const int d = c >= '0' && c <= '9'                   ? c - '0'
+                  : c >= 'A' && c <= 'F'                 ? c - 'A' + 10
+                  : lowercase_hex && c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                                          : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
 }  // namespace attnlens::unicode
