@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "formats/model_file.h"
 #include "formats/sentencepiece_model.h"
+#include "spm_fixtures.h"
 #include "test_util.h"
 
 using namespace attnlens;
@@ -22,12 +23,8 @@ using Proto = SentencePieceModelProto;
 
 namespace {
 
-const json& cases() {
-  static const json doc = json::parse(testutil::read_text(testutil::fixture_path("spm/cases.json")));
-  return doc;
-}
-
-std::vector<uint8_t> model_bytes(const std::string& name) { return testutil::read_bytes(testutil::fixture_path("spm/" + name + ".model")); }
+using spm_fixtures::cases;
+using spm_fixtures::model_bytes;
 
 Proto read(const std::vector<uint8_t>& b, const std::string& name = "x.model") {
   return read_sentencepiece_model(Bytes{b.data(), b.size(), name});

@@ -12,6 +12,7 @@
 #include "formats/sentencepiece_model.h"
 #include "runtime/loader.h"
 #include "runtime/sentencepiece_tokenizer.h"
+#include "spm_fixtures.h"
 #include "test_util.h"
 #include "tokenizers/tokenizer.h"
 #include "tokenizers/unicode.h"
@@ -24,12 +25,8 @@ using Proto = SentencePieceModelProto;
 
 namespace {
 
-const json& cases() {
-  static const json doc = json::parse(testutil::read_text(testutil::fixture_path("spm/cases.json")));
-  return doc;
-}
-
-std::vector<uint8_t> model_bytes(const std::string& name) { return testutil::read_bytes(testutil::fixture_path("spm/" + name + ".model")); }
+using spm_fixtures::cases;
+using spm_fixtures::model_bytes;
 
 Proto proto(const std::string& name) {
   static std::map<std::string, std::vector<uint8_t>> files;
