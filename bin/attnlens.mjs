@@ -9,7 +9,7 @@
 //                      [sampling flags] [--layer L] [--head H] --json
 //   attnlens analyze   --model PATH [--tokenizer PATH] --prompt TEXT [--top-k K] --json
 //   attnlens heads     --model PATH [--tokenizer PATH] [--length N] [--batch B] [--seed S] --json
-//   attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--json]
+//   attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--target] [--json]
 //   attnlens info      --model PATH [--tokenizer PATH]
 //   attnlens embed     --model PATH --text TEXT [--text TEXT …] [--pooling mean|cls|max] [--normalize true|false] [--json]
 //   attnlens fill-mask --model PATH --text TEXT [--top-k K] [--json]
@@ -33,7 +33,7 @@ const USAGE = `usage:
                      [sampling flags] [--layer L] [--head H] --json
   attnlens analyze   --model PATH [--tokenizer PATH] --prompt TEXT [--top-k K] --json
   attnlens heads     --model PATH [--tokenizer PATH] [--length N] [--batch B] [--seed S] --json
-  attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--json]
+  attnlens tokenize  (--model PATH | --tokenizer PATH) --text TEXT [--target] [--json]
   attnlens info      --model PATH [--tokenizer PATH]
   attnlens embed     --model PATH --text TEXT [--text TEXT …] [--pooling mean|cls|max] [--normalize true|false] [--json]
   attnlens fill-mask --model PATH --text TEXT [--top-k K] [--json]
@@ -51,7 +51,10 @@ on the repeated random-token probe: {"heads", "kind", "probe", "loss"}. "heads" 
 Defaults: --max-tokens 128, --temperature 1, --top-k 0 (off), --top-p 1, --seed random, --num-beams 1;
 an encoder-decoder model's own generation settings (generation_config.json) replace these defaults
 (e.g. 4 beams and greedy decoding for a Marian translation model). With --num-beams > 1 the search
-is greedy (temperature 0) and --json adds "score".`;
+is greedy (temperature 0) and --json adds "score".
+tokenize --target: the target side of an encoder-decoder model (the decoder's text, read by Marian's
+target.spm when the model has one), as transformers' text_target; analyze and attention label an
+encoder-decoder's target tokens with that side's pieces.`;
 
 const OPTIONS = {
   model: { type: 'string' },
@@ -80,6 +83,7 @@ const OPTIONS = {
   length: { type: 'string' },
   batch: { type: 'string' },
   json: { type: 'boolean' },
+  target: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 };
 
@@ -257,7 +261,7 @@ async function analyze(flags) {
     const tokens = kind === 'encoder-decoder' ? input.target : input;
     const out = {
       tokens,
-      pieces: await model.pieces(tokens),
+      pieces: await model.pieces(tokens, { target: kind === 'encoder-decoder' }),
       topk: f.topk ? f.topk.map((row) => row.map(entry)) : null,
       logitLens: f.logitLens ? f.logitLens.map((layer) => layer.map((row) => row.map(entry))) : null,
       heads: headTables(f.heads),
@@ -290,12 +294,13 @@ async function heads(flags) {
 async function tokenize(flags) {
   const text = oneText(flags);
   if (!flags.model && !flags.tokenizer) throw new UsageError('--model PATH or --tokenizer PATH is required');
+  if (flags.target && !flags.model) throw new UsageError("--target is an encoder-decoder model's target side: give --model PATH");
   let r;
   if (flags.model) {
     const model = await openModel(flags);
     try {
-      // As generation feeds it (e.g. BOS first for Llama).
-      r = await model.tokenize(text);
+      // As generation feeds it (e.g. BOS first for Llama); --target: the decoder's text.
+      r = await model.tokenize(text, { target: !!flags.target });
     } finally {
       await model.dispose();
     }

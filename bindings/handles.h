@@ -108,15 +108,19 @@ class ModelHandle {
   val info(const SessionHandle& session) const;
   val prompt_format() const;  // {addSpecial, emptyPromptToken, stopTokens, …} (index.d.ts PromptFormat)
   bool has_tokenizer() const { return m_->tokenizer() != nullptr; }
-  val tokenize(const val& text, bool add_special) const;  // Int32Array
-  val encode_prompt(const val& text) const;             // Int32Array, as generation builds it
-  val pieces(const val& ids) const;                              // Array<string>
-  val special(const val& ids) const;                             // Array<boolean>: special/control tokens
-  std::string detokenize(const val& ids) const;
+  // Text and token ids of the source side (the model's input; target = false) or of an encoder–decoder's
+  // target side (the decoder's text: Marian's target.spm when given; runtime::LoadedModel::
+  // require_target_tokenizer).
+  val tokenize(const val& text, bool add_special, bool target) const;  // Int32Array
+  val encode_prompt(const val& text) const;             // Int32Array, as generation builds it (source)
+  val pieces(const val& ids, bool target) const;                 // Array<string>
+  val special(const val& ids, bool target) const;                // Array<boolean>: special/control tokens
+  std::string detokenize(const val& ids, bool target) const;
   SessionHandle* new_session(int capacity) const;
   const std::shared_ptr<const runtime::LoadedModel>& loaded() const { return m_; }
 
  private:
+  const Tokenizer& side(bool target) const { return target ? m_->require_target_tokenizer() : m_->require_tokenizer(); }
   std::shared_ptr<const runtime::LoadedModel> m_;
 };
 

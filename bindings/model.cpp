@@ -38,6 +38,7 @@ val ModelHandle::info(const SessionHandle& session) const {
     o.set("headDim", i.head_dim);
     o.set("dFF", i.d_ff);
     o.set("vocabSize", i.vocab_size);
+    o.set("sourceVocabSize", i.source_vocab_size);
     o.set("contextLength", i.context_length);
     o.set("positions", i.positions);
     o.set("weightDtype", i.weight_dtype);
@@ -74,6 +75,15 @@ val ModelHandle::info(const SessionHandle& session) const {
       o.set("tokenizer", tokenizer_card(*t, m_->tokenizer_config(), m_->prompt_format().special));
     else
       o.set("tokenizer", val::null());
+    // Marian's target.spm: the decoder's own tokenizer (its configuration files are the source's).
+    if (const Tokenizer* t = m_->has_separate_target_tokenizer() ? m_->output_tokenizer() : nullptr) {
+      generate::SpecialTokenFlags own;
+      own.bos = t->bos_id();
+      own.eos = t->eos_id();
+      o.set("targetTokenizer", tokenizer_card(*t, runtime::TokenizerConfig{}, own));
+    }
+    else
+      o.set("targetTokenizer", val::null());
     return o;
   });
 }
@@ -106,9 +116,13 @@ val ModelHandle::prompt_format() const {
   });
 }
 
-val ModelHandle::tokenize(const val& text, bool add_special) const {
+val ModelHandle::tokenize(const val& text, bool add_special, bool target) const {
   return guarded([&] {
-    return to_int32_array(generate::encode_text(m_->require_tokenizer(), m_->prompt_format().special, utf8(text, "text"), add_special));
+    // A target tokenizer of its own adds its own special tokens (MarianTokenizer's </s>): the
+    // configured add_bos/add_eos are the source tokenizer's.
+    const bool own = target && m_->has_separate_target_tokenizer();
+    const generate::SpecialTokenFlags flags = own ? generate::SpecialTokenFlags{} : m_->prompt_format().special;
+    return to_int32_array(generate::encode_text(side(target), flags, utf8(text, "text"), add_special));
   });
 }
 
@@ -118,26 +132,26 @@ val ModelHandle::encode_prompt(const val& text) const {
   });
 }
 
-val ModelHandle::pieces(const val& ids) const {
+val ModelHandle::pieces(const val& ids, bool target) const {
   return guarded([&] {
-    const Tokenizer& t = m_->require_tokenizer();
+    const Tokenizer& t = side(target);
     val out = val::array();
     for (int id : to_ints(ids, "ids")) out.call<void>("push", val(t.piece(id)));
     return out;
   });
 }
 
-val ModelHandle::special(const val& ids) const {
+val ModelHandle::special(const val& ids, bool target) const {
   return guarded([&] {
-    const Tokenizer& t = m_->require_tokenizer();
+    const Tokenizer& t = side(target);
     val out = val::array();
     for (int id : to_ints(ids, "ids")) out.call<void>("push", val(t.is_special(id)));
     return out;
   });
 }
 
-std::string ModelHandle::detokenize(const val& ids) const {
-  return guarded([&] { return m_->require_tokenizer().decode(to_ints(ids, "ids")); });
+std::string ModelHandle::detokenize(const val& ids, bool target) const {
+  return guarded([&] { return side(target).decode(to_ints(ids, "ids")); });
 }
 
 SessionHandle* ModelHandle::new_session(int capacity) const {

@@ -406,6 +406,14 @@ const Tokenizer& LoadedModel::require_output_tokenizer() const {
   return *t;
 }
 
+const Tokenizer& LoadedModel::require_target_tokenizer() const {
+  const models::ModelInfo& i = model_->info();
+  AL_CHECK(i.kind == models::ModelKind::EncoderDecoder, "the target side of the text (the decoder's text) is for ",
+           "encoder-decoder models; ", i.architecture, " is ", models::model_kind_name(i.kind),
+           ": its one tokenizer reads all its text");
+  return require_output_tokenizer();
+}
+
 size_t LoadedModel::file_bytes() const {
   size_t n = 0;
   for (const auto& f : files_) n += f->bytes.size();

@@ -46,6 +46,13 @@ class LoadedModel {
   // tokens (generated text, pieces). It is tokenizer() unless the files pair a second one.
   const Tokenizer* output_tokenizer() const { return target_tokenizer_ ? target_tokenizer_.get() : tokenizer_.get(); }
   const Tokenizer& require_output_tokenizer() const;
+  // The target side of an encoder–decoder model's text (transformers' text_target / as_target_tokenizer):
+  // decoder inputs typed as text, the decoder's pieces. output_tokenizer(), but throws for a model
+  // without a decoder reading a text of its own (decoder-only, encoder-only) or without a tokenizer.
+  const Tokenizer& require_target_tokenizer() const;
+  // True when the target side has a tokenizer of its own (Marian's target.spm), which adds its own
+  // special tokens: tokenizer_config's add_bos/add_eos describe the source tokenizer.
+  bool has_separate_target_tokenizer() const { return target_tokenizer_ != nullptr; }
   const generate::PromptFormat& prompt_format() const { return prompt_; }
   // Special tokens' text, add_bos/add_eos, length limit, chat templates (tokenizer_config.h).
   const TokenizerConfig& tokenizer_config() const { return tokenizer_config_; }

@@ -8,6 +8,7 @@
 // attention of the returned beam against a teacher-forced pass over it.
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "formats/model_file.h"
@@ -378,6 +379,10 @@ TEST_CASE("Marian with source.spm, target.spm and vocab.json (+ target_vocab.jso
     REQUIRE(m->output_tokenizer() != m->tokenizer());
     const Tokenizer& source = *m->tokenizer();
     const Tokenizer& target = *m->output_tokenizer();
+    // the target side of the text (model.tokenize(text, { target: true }), pieces, detokenize, target
+    // text of forward/patch inputs: bindings/model.cpp) is target.spm's
+    CHECK(&m->require_target_tokenizer() == &target);
+    CHECK(m->has_separate_target_tokenizer());
     CHECK(target.kind() == "marian-unigram");
     CHECK(target.vocab_size() == (layout == "shared" ? 90 : 70));
     int differ = 0;
@@ -388,6 +393,18 @@ TEST_CASE("Marian with source.spm, target.spm and vocab.json (+ target_vocab.jso
       CHECK(generate::encode_prompt(source, m->prompt_format(), text) == c.at("source_ids").get<std::vector<int>>());
       CHECK(target.encode(text, true) == target_ids);
       CHECK(target.decode(target_ids) == c.at("target_decoded").get<std::string>());
+      // the pieces shown for the decoder's tokens are the target vocabulary's entries (separate:
+      // target_vocab.json), "▁" shown as a space
+      const nlohmann::json vocab = nlohmann::json::parse(testutil::read_text(testutil::fixture_path(
+          layout == "shared" ? "spm/marian_pair_vocab.json" : "spm/marian_pair_target_vocab.json")));
+      std::map<std::string, int> shown;
+      for (const auto& [key, id] : vocab.items()) {
+        std::string k = key;
+        for (size_t at; (at = k.find("\u2581")) != std::string::npos;) k.replace(at, 3, " ");
+        shown[k] = id.get<int>();
+      }
+      for (int id : target_ids)
+        if (id != vocab.at("<unk>").get<int>()) CHECK(shown[target.piece(id)] == id);
       differ += c.at("source_decoded") != c.at("target_decoded");
     }
     CHECK(differ >= 2);  // the fixture tells the two models' decoding apart
@@ -432,4 +449,21 @@ TEST_CASE("Marian target.spm bad input: without source.spm / vocab.json, target_
                                spm_file("marian_pair_vocab.json", "vocab.json")},
                               {file("../encoders/bert_mlm/config.json"), file("../encoders/bert_mlm/model.safetensors")})),
               "target.spm: a target tokenizer (Marian's target.spm) reads an encoder-decoder's output, but bert is encoder-only");
+}
+
+TEST_CASE("the target side of the text: the one tokenizer of an encoder-decoder without target.spm, an error for other models",
+          "[runtime][encdec][errors]") {
+  // transformers' text_target on T5/BART/Marian with one vocabulary: the same tokenizer
+  auto marian = load_folder("marian");
+  REQUIRE(marian->tokenizer());
+  CHECK(!marian->has_separate_target_tokenizer());
+  CHECK(&marian->require_target_tokenizer() == marian->tokenizer());
+  auto bert = load_model({file("../encoders/bert_mlm/config.json"), file("../encoders/bert_mlm/model.safetensors"),
+                          file("../encoders/bert_mlm/tokenizer.json")});
+  CHECK_ERROR(bert->require_target_tokenizer(),
+              "the target side of the text (the decoder's text) is for encoder-decoder models; bert is encoder-only: its one "
+              "tokenizer reads all its text");
+  // an encoder-decoder loaded without a tokenizer (read as ids)
+  auto ids_only = load_model({file("../encdec/marian/config.json"), file("../encdec/marian/model.safetensors")});
+  CHECK_ERROR(ids_only->require_target_tokenizer(), "no tokenizer was loaded with this model");
 }

@@ -7,7 +7,8 @@
 //     input's [CLS]/[SEP] marked as special and the shorter one's padding shown, with exactly zero
 //     attention to it.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { browserUnavailable, launchBrowser, repoRoot, screenshot, startServer, wasmUnavailable } from './helpers.mjs';
@@ -84,6 +85,46 @@ describe('attention explorer: encoder–decoders and encoders', { skip, timeout:
     assert.equal(back.summary, String(k));
     back.col.forEach((w, q) => assert.equal(Number(back.chips[q]), w));
     await screenshot(page, 'demo-marian-cross');
+  });
+
+  test('Marian dropped with source.spm, target.spm and separate vocabularies: the target row shows target.spm\'s pieces', async () => {
+    // tests/fixtures/spm/make_marian_pair_fixture.py: 90 source ids, 70 target ids (target_vocab.json)
+    const dir = mkdtempSync(join(tmpdir(), 'attnlens-marian-drop-'));
+    const fx = (rel) => join(repoRoot, 'tests/fixtures', rel);
+    try {
+      const files = {
+        'config.json': 'encdec/marian_separate/config.json', 'model.safetensors': 'encdec/marian_separate/model.safetensors',
+        'generation_config.json': 'encdec/marian_separate/generation_config.json', 'source.spm': 'spm/unigram_nfkc.model',
+        'target.spm': 'spm/unigram_raw.model', 'vocab.json': 'spm/marian_pair_vocab.json', 'target_vocab.json': 'spm/marian_pair_target_vocab.json',
+      };
+      for (const [name, rel] of Object.entries(files)) copyFileSync(fx(rel), join(dir, name));
+      await page.setInputFiles('#file-input', Object.keys(files).map((f) => join(dir, f)));
+      await page.waitForFunction(() => !document.body.dataset.loading && window.attnlens.state.model?.info.targetTokenizer, null, { timeout: 60_000 });
+      assert.equal(await message('#model-message'), '');
+      assert.equal(await page.textContent('#model-card dd[data-fact="vocabulary"]'), 'source 90 tokens · marian-unigram; target 70 tokens · marian-unigram');
+      const c = JSON.parse(readFileSync(fx('spm/marian_pair_cases.json'), 'utf8')).separate[3];
+      await page.fill('#prompt', c.text);
+      await page.fill('#max-tokens', '6');
+      await page.click('#generate');
+      await finished();
+      assert.equal(await message('#run-message'), '');
+      const run = await page.evaluate(() => {
+        const r = window.attnlens.state.run;
+        const chips = (axis) => [...document.querySelectorAll(`#text-view .seq[data-axis="${axis}"] li`)].length;
+        return { source: r.source.ids, target: r.target.ids, pieces: r.target.pieces, sourceChips: chips('source'), targetChips: chips('target') };
+      });
+      assert.deepEqual(run.source, c.source_ids);
+      assert.equal(run.target[0], 69, 'the decoder starts at <pad> of the target vocabulary');
+      assert.equal(run.targetChips, run.target.length);
+      assert.equal(run.sourceChips, run.source.length);
+      // every target piece is the target vocabulary's entry for its id ("▁" shown as a space)
+      const vocab = JSON.parse(readFileSync(fx('spm/marian_pair_target_vocab.json'), 'utf8'));
+      const label = new Map(Object.entries(vocab).map(([p, id]) => [id, p.replaceAll('\u2581', ' ')]));
+      run.target.forEach((id, i) => { if (id !== vocab['<unk>']) assert.equal(run.pieces[i], label.get(id), `target token ${i} (id ${id})`); });
+      assert.equal(run.pieces[0], '<pad>');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('MiniLM embeddings: two texts, their similarity, special tokens and padding shown plainly', async () => {

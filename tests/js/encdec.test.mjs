@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { loadModel } from '../../web/src/index.mjs';
+import { loadModel, loadTokenizer } from '../../web/src/index.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const fixtures = join(root, 'tests/fixtures');
@@ -208,5 +208,169 @@ describe('CLI: beam flags, embed, fill-mask', () => {
     const want = json('encoders/bert_mlm_ref.json').config;
     const f = JSON.parse(await attnlens('fill-mask', '--model', join(fixtures, 'encoders/bert_mlm'), '--text', want.text, '--json'));
     assert.deepEqual(f.masks[0].candidates.map((x) => x.token), want.top_tokens);
+  });
+});
+
+// Marian with two SentencePiece models (tests/fixtures/spm/make_marian_pair_fixture.py: source.spm =
+// unigram_nfkc.model, target.spm = unigram_raw.model, ids from python sentencepiece + vocab.json as
+// MarianTokenizer maps them): every decoder-side text path reads target.spm (and target_vocab.json
+// when the vocabularies are separate), as transformers' tokenizer(text_target=…) does; the source
+// side stays the default.
+describe('Marian source.spm + target.spm: the decoder\'s text is the target side\'s', () => {
+  const pair = json('spm/marian_pair_cases.json');
+  const layouts = { shared: 'encdec/marian', separate: 'encdec/marian_separate' };
+  const folders = {};
+  before(async () => {
+    const { mkdtempSync, copyFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    for (const [layout, rel] of Object.entries(layouts)) {
+      const d = mkdtempSync(join(tmpdir(), `attnlens-marian-${layout}-`));
+      for (const f of ['config.json', 'model.safetensors', 'generation_config.json']) copyFileSync(join(fixtures, rel, f), join(d, f));
+      copyFileSync(join(fixtures, 'spm/unigram_nfkc.model'), join(d, 'source.spm'));
+      copyFileSync(join(fixtures, 'spm/unigram_raw.model'), join(d, 'target.spm'));
+      copyFileSync(join(fixtures, 'spm/marian_pair_vocab.json'), join(d, 'vocab.json'));
+      if (layout === 'separate') copyFileSync(join(fixtures, 'spm/marian_pair_target_vocab.json'), join(d, 'target_vocab.json'));
+      folders[layout] = d;
+    }
+  });
+  after(async () => {
+    const { rmSync } = await import('node:fs');
+    for (const d of Object.values(folders)) rmSync(d, { recursive: true, force: true });
+  });
+  // The vocabulary's pieces as the engine shows them ("▁" as a space).
+  const shown = (vocab) => new Map(Object.entries(vocab).map(([p, id]) => [id, p.replaceAll('\u2581', ' ')]));
+
+  for (const layout of Object.keys(layouts)) {
+    test(`${layout} vocabularies: tokenize / pieces / detokenize with { target: true }, generation, forward and patch text`, async () => {
+      const model = await loadModel(folders[layout]);
+      try {
+        const separate = layout === 'separate';
+        const targetVocab = json(separate ? 'spm/marian_pair_target_vocab.json' : 'spm/marian_pair_vocab.json');
+        assert.equal(model.info.targetTokenizer.kind, 'marian-unigram');
+        assert.equal(model.info.targetTokenizer.vocabSize, separate ? 70 : 90);
+        assert.equal(model.info.targetTokenizer.eosId, 0);
+        assert.equal(model.info.sourceVocabSize, 90);
+        assert.equal(model.info.vocabSize, separate ? 70 : 90);
+        const labels = shown(targetVocab);
+        let differ = 0;
+        for (const c of pair[layout]) {
+          const what = `text ${JSON.stringify(c.text)}`;
+          assert.deepEqual((await model.encodePrompt(c.text)).ids, c.source_ids, what);
+          const t = await model.tokenize(c.text, { target: true });
+          assert.deepEqual(t.ids, c.target_ids, what);
+          t.ids.forEach((id, i) => { if (id !== targetVocab['<unk>']) assert.equal(t.pieces[i], labels.get(id), `${what}: piece ${i}`); });
+          assert.deepEqual(await model.pieces(c.target_ids, { target: true }), t.pieces, what);
+          assert.equal(await model.detokenize(c.target_ids, { target: true }), c.target_decoded, what);
+          // without the option: the source side (with one vocabulary: source.spm's decoding rules; a "▁"
+          // left in a piece source.spm does not know is sentencepiece's own quirk, README "Known differences")
+          if (!separate && !c.source_decoded.includes('\u2581')) {
+            assert.equal(await model.detokenize(c.target_ids), c.source_decoded, what);
+            differ += c.source_decoded !== c.target_decoded;
+          }
+        }
+        if (!separate) assert.ok(differ >= 2, 'the fixture tells the two sides apart');
+        // source ids of the source vocabulary (90) are the default side's even past the decoder's 70
+        assert.equal((await model.pieces([80])).length, 1);
+        if (separate) {
+          await assert.rejects(model.pieces([80], { target: true }), { name: 'RangeError', message: /ids\[0\] = 80 is out of range \[0, 70\)/ });
+          await assert.rejects(model.detokenize([80], { target: true }), { name: 'RangeError', message: /out of range \[0, 70\)/ });
+        }
+        await assert.rejects(model.tokenize('a', { target: 'yes' }), { name: 'TypeError', message: /tokenize: target must be true or false/ });
+
+        // generation: the tokens' pieces and text are the target side's
+        const c = pair[layout][3];
+        const start = model.promptFormat.decoderStartToken;
+        const r = await model.generate(c.source_ids, { numBeams: 1, maxNewTokens: 8, predictions: 3 });
+        assert.deepEqual(r.pieces, await model.pieces(r.tokens, { target: true }));
+        assert.equal(r.text, await model.detokenize(r.tokens.slice(r.promptTokens), { target: true }));
+        const steps = [];
+        for await (const s of model.stream(c.source_ids, { numBeams: 1, maxNewTokens: 3, predictions: 3 })) steps.push(s);
+        assert.ok(steps.length && steps.every((s) => s.topk?.length === 3));
+        for (const s of steps) for (const p of s.topk) assert.equal(p.piece, (await model.pieces([p.id], { target: true }))[0]);
+
+        // forward / analysis: { source: text, target: text } = the ids of each side; predictions are target pieces
+        const body = c.target_ids.slice(0, -1);  // without </s>: the decoder's text after its start token
+        const byIds = await model.forward({ source: c.source_ids, target: [start, ...body] }, { topK: 3 });
+        const byText = await model.forward({ source: c.text, target: c.text }, { topK: 3 });
+        assert.deepEqual(Array.from(byText.logits), Array.from(byIds.logits));
+        assert.deepEqual(byText.shape, [body.length + 1, model.info.vocabSize]);
+        for (const row of byText.topk) for (const p of row) assert.equal(p.piece, (await model.pieces([p.id], { target: true }))[0]);
+        const plain = await model.forward({ source: c.text, target: c.text });
+        assert.deepEqual(Array.from(plain.logits), Array.from(byIds.logits));
+
+        // patching: target text and one-token metric strings are read by the target side
+        const one = [];
+        for (let id = 2; id < model.info.vocabSize - 1 && one.length < 2; id++) {
+          const [p] = await model.pieces([id], { target: true });
+          if (!p.trim() || p.includes('<')) continue;
+          const ids = (await model.tokenize(p, { target: true, addSpecialTokens: false })).ids;
+          const src = (await model.tokenize(p, { addSpecialTokens: false })).ids;
+          if (ids.length === 1 && ids[0] === id && (src.length !== 1 || src[0] !== id)) one.push({ id, p });
+        }
+        assert.equal(one.length, 2, 'two target pieces that the source side reads otherwise');
+        const [a, b] = pair[layout].filter((x, _, all) => all.filter((y) => y.source_ids.length === x.source_ids.length).length >= 2);
+        assert.ok(a && b, 'two sources of the same length');
+        const site = { kind: 'encoder', point: 'resid', layer: 0 };
+        const text = await model.patch({
+          clean: { source: a.text, target: c.text }, corrupted: { source: b.text, target: c.text },
+          metric: { correct: one[0].p, incorrect: one[1].p }, site,
+        });
+        const ids = await model.patch({
+          clean: { source: a.source_ids, target: [start, ...body] }, corrupted: { source: b.source_ids, target: [start, ...body] },
+          metric: { correct: one[0].id, incorrect: one[1].id }, site,
+        });
+        assert.deepEqual([text.clean, text.corrupted, text.patched], [ids.clean, ids.corrupted, ids.patched]);
+      } finally {
+        await model.dispose();
+      }
+    });
+  }
+
+  test('in a worker and in the CLI: the same target side', async () => {
+    const c = pair.separate[0];
+    const w = await loadModel(folders.separate, { worker: true });
+    try {
+      assert.equal(w.info.targetTokenizer.vocabSize, 70);
+      assert.deepEqual((await w.tokenize(c.text, { target: true })).ids, c.target_ids);
+      assert.equal(await w.detokenize(c.target_ids, { target: true }), c.target_decoded);
+      assert.deepEqual(await w.pieces(c.target_ids, { target: true }), (await w.tokenize(c.text, { target: true })).pieces);
+      await assert.rejects(w.pieces([80], { target: true }), { name: 'RangeError' });
+    } finally {
+      await w.dispose();
+    }
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    const cli = (...args) => promisify(execFile)('node', [join(root, 'bin', 'attnlens.mjs'), ...args]).then((r) => r.stdout);
+    const out = JSON.parse(await cli('tokenize', '--model', folders.separate, '--text', c.text, '--target', '--json'));
+    assert.deepEqual(out.ids, c.target_ids);
+    assert.deepEqual(JSON.parse(await cli('tokenize', '--model', folders.separate, '--text', c.text, '--json')).ids, c.source_ids);
+  });
+
+  test('{ target: true } on a model without a target side is a clear error', async () => {
+    const bert = await loadModel(join(fixtures, 'encoders/bert_mlm'));
+    try {
+      const message = /\{ target: true \} asks for the decoder's text of an encoder-decoder model; bert is encoder-only/;
+      await assert.rejects(bert.tokenize('hello', { target: true }), { name: 'TypeError', message });
+      await assert.rejects(bert.pieces([1], { target: true }), { name: 'TypeError', message });
+      await assert.rejects(bert.detokenize([1], { target: true }), { name: 'TypeError', message });
+      assert.equal(bert.info.targetTokenizer, null);
+      assert.equal(bert.info.sourceVocabSize, bert.info.vocabSize);
+    } finally {
+      await bert.dispose();
+    }
+    const tok = await loadTokenizer(join(fixtures, 'encoders/bert_mlm/tokenizer.json'));
+    try {
+      assert.throws(() => tok.tokenize('hello', { target: true }), { name: 'TypeError', message: /a tokenizer loaded alone has one side/ });
+    } finally {
+      tok.dispose();
+    }
+    // an encoder–decoder with one tokenizer: its target side is that tokenizer (transformers' text_target)
+    const marian = await loadModel(join(fixtures, 'encdec/marian'));
+    try {
+      assert.equal(marian.info.targetTokenizer, null);
+      assert.deepEqual(await marian.tokenize('w5 w6', { target: true }), await marian.tokenize('w5 w6'));
+    } finally {
+      await marian.dispose();
+    }
   });
 });

@@ -53,7 +53,7 @@ export async function generate(model, prompt, options, { signal, onUpdate = () =
     if (encoderDecoder) {
       run.source = encoded;
       const start = api.promptFormat.decoderStartToken;
-      run.target = { ids: [start], pieces: await api.pieces([start]), origin: ['start'] };
+      run.target = { ids: [start], pieces: await api.pieces([start], { target: true }), origin: ['start'] };
       run.promptLength = 1;
     } else {
       run.target = { ids: [...encoded.ids], pieces: [...encoded.pieces], origin: encoded.ids.map(() => 'prompt') };

@@ -150,7 +150,10 @@ export interface ModelInfo {
   kvHeads: number;
   headDim: number;
   dFF: number;
+  /** Token ids the model writes (an encoder–decoder's decoder vocabulary). */
   vocabSize: number;
+  /** Token ids the model reads (an encoder–decoder's source vocabulary: differs from vocabSize when the vocabularies are separate). */
+  sourceVocabSize: number;
   /** Context length (positions). */
   contextLength: number;
   /** "rope", "learned", "sinusoidal". */
@@ -175,6 +178,12 @@ export interface ModelInfo {
   threads: number;
   files: Array<{ name: string; bytes: number }>;
   tokenizer: TokenizerInfo | null;
+  /**
+   * An encoder–decoder's own target-side tokenizer (Marian's target.spm): kind, vocabSize, bosId,
+   * eosId (its configuration fields null: tokenizer_config.json describes the source); null when the
+   * decoder reads the same tokenizer as the source (tokenize(text, { target: true }) then uses that one).
+   */
+  targetTokenizer: TokenizerInfo | null;
 }
 
 /**
@@ -264,6 +273,20 @@ export interface TokenizeOptions {
   addSpecialTokens?: boolean;
 }
 
+/**
+ * Which side of an encoder–decoder model's text (transformers' text_target / as_target_tokenizer):
+ * the source (default: the model's input, what encodePrompt feeds the encoder) or, with
+ * `target: true`, the decoder's text — read by the decoder's own tokenizer when the model has one
+ * (Marian's target.spm, with target_vocab.json when the vocabularies are separate), else by the one
+ * tokenizer. Unlike transformers' MarianTokenizer.decode (target by default), every method here
+ * reads the source unless told. `target: true` on a decoder-only or encoder-only model is a TypeError.
+ */
+export interface TextSideOptions {
+  target?: boolean;
+}
+
+export interface ModelTokenizeOptions extends TokenizeOptions, TextSideOptions {}
+
 export interface Tokenized {
   ids: number[];
   /** The text piece of each token. */
@@ -331,8 +354,12 @@ export interface HeadScores {
   sinkPerPosition?: number[][][];
 }
 
-/** forward()'s input: ids (decoder-only, encoder-only) or { source, target } (encoder–decoder). */
-export type ForwardInput = TokenIds | { source: TokenIds; target: TokenIds } | { ids: TokenIds; tokenTypes?: TokenIds };
+/**
+ * forward()'s input: ids (decoder-only, encoder-only) or { source, target } (encoder–decoder): each
+ * token ids, or text — the source encoded as generation does, the target text as the decoder's text
+ * after its start token (read by the target side's tokenizer: Marian's target.spm when given).
+ */
+export type ForwardInput = TokenIds | { source: string | TokenIds; target: string | TokenIds } | { ids: TokenIds; tokenTypes?: TokenIds };
 
 export interface ForwardResult {
   /** Logits [position][vocab] of every position (null: an encoder without a masked-LM head). */
@@ -360,7 +387,7 @@ export interface ForwardResult {
   rolloutShape?: [number, number, number];
 }
 
-/** A patching input: text, token ids, or for encoder–decoder models { source, target } (text or ids). */
+/** A patching input: text, token ids, or for encoder–decoder models { source, target } (text or ids; target text as in ForwardInput). */
 export type PatchInput = string | TokenIds | { source: string | TokenIds; target: string | TokenIds };
 
 export interface PatchOptionsBase {
@@ -606,12 +633,14 @@ export class Model {
   readonly promptFormat: Readonly<PromptFormat>;
   /** True once dispose() was called. */
   readonly disposed: boolean;
-  tokenize(text: string, options?: TokenizeOptions): Promise<Tokenized>;
+  /** Text → ids and pieces; { target: true }: an encoder–decoder's decoder text (TextSideOptions). */
+  tokenize(text: string, options?: ModelTokenizeOptions): Promise<Tokenized>;
   /** The ids generation feeds for this prompt (special tokens; encoder–decoder: the source with its end token). */
   encodePrompt(text: string): Promise<Tokenized>;
-  detokenize(ids: TokenIds): Promise<string>;
-  /** The text piece of each token id. */
-  pieces(ids: TokenIds): Promise<string[]>;
+  /** Ids → text; { target: true }: an encoder–decoder's decoder tokens (e.g. result.tokens after promptTokens). */
+  detokenize(ids: TokenIds, options?: TextSideOptions): Promise<string>;
+  /** The text piece of each token id; { target: true }: an encoder–decoder's decoder tokens. */
+  pieces(ids: TokenIds, options?: TextSideOptions): Promise<string[]>;
   /** A conversation → the prompt text of the model's chat template (@huggingface/jinja). */
   applyChatTemplate(messages: readonly ChatMessage[], options?: ChatTemplateOptions): Promise<string>;
   /** A conversation → its text and the token ids generation feeds. */
@@ -645,10 +674,10 @@ export interface WorkerModel {
   readonly disposed: boolean;
   /** The worker running the model. */
   readonly worker: WorkerLike;
-  tokenize(text: string, options?: TokenizeOptions): Promise<Tokenized>;
+  tokenize(text: string, options?: ModelTokenizeOptions): Promise<Tokenized>;
   encodePrompt(text: string): Promise<Tokenized>;
-  detokenize(ids: TokenIds): Promise<string>;
-  pieces(ids: TokenIds): Promise<string[]>;
+  detokenize(ids: TokenIds, options?: TextSideOptions): Promise<string>;
+  pieces(ids: TokenIds, options?: TextSideOptions): Promise<string[]>;
   /** Rendered in the worker. */
   applyChatTemplate(messages: readonly ChatMessage[], options?: ChatTemplateOptions): Promise<string>;
   encodeChat(messages: readonly ChatMessage[], options?: ChatTemplateOptions): Promise<EncodedChat>;

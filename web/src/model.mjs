@@ -85,7 +85,8 @@ function topK(probs, k) {
 export class Model {
   #m;        // the Emscripten module
   #handle;   // C++ ModelHandle
-  #labels;   // piece labels, asked once per distinct id
+  #labels;   // piece labels, asked once per distinct id: the source side's …
+  #targetLabels;  // … and an encoder–decoder's target side's (the decoder's tokenizer)
   #session;  // C++ SessionHandle used by every call
   #queue = Promise.resolve();
   #disposed = false;
@@ -97,7 +98,8 @@ export class Model {
   constructor(module, handle, session) {
     this.#m = module;
     this.#handle = handle;
-    this.#labels = new PieceLabels((ids) => handle.pieces(ids));
+    this.#labels = new PieceLabels((ids) => handle.pieces(ids, false));
+    this.#targetLabels = new PieceLabels((ids) => handle.pieces(ids, true));
     this.#session = session;
     this.#untrack = trackOwner(module, this);
     /** The model card: architecture, sizes, memory (built by bindings/model.cpp). */
@@ -179,14 +181,25 @@ export class Model {
     }
   }
 
-  /** Text → token ids and the text piece of each (special tokens as the model adds them). */
+  // The piece labels of one side of the text.
+  #labelsOf(target) {
+    return target ? this.#targetLabels : this.#labels;
+  }
+
+  /**
+   * Text → token ids and the text piece of each (special tokens as the model adds them). The model's
+   * input (an encoder–decoder's source), or with { target: true } an encoder–decoder's target side:
+   * the decoder's text, read by its own tokenizer when it has one (Marian's target.spm), as
+   * transformers' tokenizer(text_target=…) does.
+   */
   async tokenize(text, options = {}) {
     this.#alive();
     check.string(text, 'text');
     check.options(options, 'tokenize');
+    const { target } = check.textSide(options, 'tokenize', this.info);
     return this.#exclusive(() => {
-      const ids = Array.from(this.#handle.tokenize(text, options.addSpecialTokens ?? true));
-      return { ids, pieces: this.#labels.of(ids) };
+      const ids = Array.from(this.#handle.tokenize(text, options.addSpecialTokens ?? true, target));
+      return { ids, pieces: this.#labelsOf(target).of(ids) };
     });
   }
 
@@ -229,23 +242,25 @@ export class Model {
     this.#alive();
     const text = renderChat(this.#chatModel(), messages, check.chatOptions(options, 'encodeChat'));
     return this.#exclusive(() => {
-      const ids = Array.from(this.#handle.tokenize(text, false));
-      return { text, ids, pieces: this.#labels.of(ids), special: ids.length ? this.#handle.special(ids) : [] };
+      const ids = Array.from(this.#handle.tokenize(text, false, false));
+      return { text, ids, pieces: this.#labels.of(ids), special: ids.length ? this.#handle.special(ids, false) : [] };
     });
   }
 
-  /** Token ids → text. */
-  async detokenize(ids) {
+  /** Token ids → text (of the source side, or with { target: true } of an encoder–decoder's decoder). */
+  async detokenize(ids, options = {}) {
     this.#alive();
-    const list = check.tokenIds(ids, 'ids', this.info.vocabSize, { allowEmpty: true });
-    return this.#exclusive(() => (list.length ? this.#handle.detokenize(list) : ''));
+    const { target, vocab } = check.textSide(check.options(options, 'detokenize'), 'detokenize', this.info);
+    const list = check.tokenIds(ids, 'ids', vocab, { allowEmpty: true });
+    return this.#exclusive(() => (list.length ? this.#handle.detokenize(list, target) : ''));
   }
 
-  /** The text piece of each token id (labels for a UI). */
-  async pieces(ids) {
+  /** The text piece of each token id (labels for a UI); { target: true }: an encoder–decoder's decoder tokens. */
+  async pieces(ids, options = {}) {
     this.#alive();
-    const list = check.tokenIds(ids, 'ids', this.info.vocabSize, { allowEmpty: true });
-    return this.#exclusive(() => this.#labels.of(list));
+    const { target, vocab } = check.textSide(check.options(options, 'pieces'), 'pieces', this.info);
+    const list = check.tokenIds(ids, 'ids', vocab, { allowEmpty: true });
+    return this.#exclusive(() => this.#labelsOf(target).of(list));
   }
 
   #attentionOption(v) {
@@ -257,7 +272,9 @@ export class Model {
    *   decoder-only:     ids → logits [ids.length][vocab] (every position), attentions "self"
    *   encoder-only:     ids (+ tokenTypes) → hidden [n][dModel] and, with a masked-LM head, logits
    *   encoder–decoder:  { source, target } → logits of every target position, attentions
-   *                     "encoder", "self" and "cross"
+   *                     "encoder", "self" and "cross" (source: ids, or text encoded as generation
+   *                     does; target: ids, or the decoder's text after its start token, read by
+   *                     the target side's tokenizer)
    */
   async forward(input, options = {}) {
     this.#alive();
@@ -269,11 +286,9 @@ export class Model {
     // Arguments are checked before the model is touched.
     let run;
     if (this.info.kind === 'encoder-decoder') {
-      if (!input || typeof input !== 'object' || Array.isArray(input) || ArrayBuffer.isView(input))
-        throw new TypeError('forward: an encoder-decoder model takes { source: ids, target: ids }');
-      const source = check.tokenIds(input.source, 'source', vocab);
-      const target = check.tokenIds(input.target, 'target', vocab);
+      const pair = this.#pairInput(input, 'forward', '');
       run = (s, out) => {
+        const { source, tokens: target } = pair();
         s.encode(source, null);  // its "encoder" attention records stay through the decode below
         out.logits = s.decode(target, true).slice();
         out.shape = [target.length, vocab];
@@ -316,14 +331,32 @@ export class Model {
     });
   }
 
-  // The input of one pass as the engine's analyze() takes it: { tokens, source?, tokenTypes? }.
+  /**
+   * An encoder–decoder pass's input { source, target } (source: ids, or text encoded as generation
+   * does; target: ids, or the decoder's text after its start token, read by the target side's
+   * tokenizer) → a function giving { source, tokens } when the model is held (ids are checked now,
+   * texts are tokenized then). `prefix` names the fields in errors ("clean." …).
+   */
+  #pairInput(v, what, prefix) {
+    if (!v || typeof v !== 'object' || Array.isArray(v) || ArrayBuffer.isView(v))
+      throw new TypeError(`${what}: an encoder-decoder model takes { source, target } (token ids or text)`);
+    if (v.source === '') throw new RangeError(`${what}: ${prefix}source is empty`);
+    const source = typeof v.source === 'string' ? null : check.tokenIds(v.source, `${prefix}source`, this.info.sourceVocabSize);
+    const target = typeof v.target === 'string' ? null : check.tokenIds(v.target, `${prefix}target`, this.info.vocabSize);
+    return () => {
+      const h = this.#handle;
+      return {
+        source: source ?? Array.from(h.encodePrompt(v.source)),
+        tokens: target ?? [this.promptFormat.decoderStartToken, ...h.tokenize(v.target, false, true)],
+      };
+    };
+  }
+
+  // The input of one pass as the engine's analyze() takes it: { tokens, source?, tokenTypes? }
+  // (an encoder–decoder's: a function giving it when the model is held, see #pairInput).
   #passInput(input, options, what = 'forward') {
     const vocab = this.info.vocabSize;
-    if (this.info.kind === 'encoder-decoder') {
-      if (!input || typeof input !== 'object' || Array.isArray(input) || ArrayBuffer.isView(input))
-        throw new TypeError(`${what}: an encoder-decoder model takes { source: ids, target: ids }`);
-      return { tokens: check.tokenIds(input.target, 'target', vocab), source: check.tokenIds(input.source, 'source', vocab) };
-    }
+    if (this.info.kind === 'encoder-decoder') return this.#pairInput(input, what, '');
     if (this.info.kind === 'encoder-only') {
       const ids = check.tokenIds(Array.isArray(input) || ArrayBuffer.isView(input) ? input : input?.ids, 'ids', vocab);
       const rawTypes = options.tokenTypes ?? input?.tokenTypes;
@@ -336,7 +369,8 @@ export class Model {
 
   // forward() with predictions, logit lens, hidden states, head scores, rollout or ablations.
   async #analyze(input, options, att, analysis) {
-    const pass = this.#passInput(input, options);
+    const given = this.#passInput(input, options);
+    const encdec = this.info.kind === 'encoder-decoder';
     // Head scores and rollout need every head of every layer: record all, then keep the selection.
     const all = analysis.heads || analysis.rollout;
     return this.#exclusive(() => {
@@ -345,6 +379,7 @@ export class Model {
       s.reset();
       s.setAttention(!!att || all, all ? [] : att?.layers ?? [], all ? [] : att?.heads ?? []);
       try {
+        const pass = typeof given === 'function' ? given() : given;
         const r = s.analyze(pass, analysis);
         const n = r.positions;
         const out = {};
@@ -361,7 +396,8 @@ export class Model {
         }
         const tops = [r.topk, ...(r.lens ?? [])];
         const ids = idsOf(tops);
-        const pieces = ids.length && this.info.tokenizer ? h.pieces(ids) : [];  // a model read as ids: piece null
+        // the predicted tokens are the decoder's (an encoder–decoder's target side); a model read as ids: piece null
+        const pieces = ids.length && this.info.tokenizer ? h.pieces(ids, encdec) : [];
         const byId = new Map(ids.map((id, i) => [id, pieces[i]]));
         const pieceOf = (id) => byId.get(id) ?? null;
         if (r.topk) out.topk = expandTopK(r.topk, pieceOf);
@@ -388,17 +424,13 @@ export class Model {
   }
 
   // A patching input (clean or corrupted): text (tokenized as generation does), token ids, or for an
-  // encoder–decoder model { source, target } (target: ids, or text after the decoder start token).
+  // encoder–decoder model { source, target } (#pairInput; target text is the decoder's, after its start token).
   #patchInput(v, name) {
     const h = this.#handle;
     const vocab = this.info.vocabSize;
     if (this.info.kind === 'encoder-decoder') {
       if (!v || typeof v !== 'object' || Array.isArray(v)) throw new TypeError(`${name} must be { source, target } for an encoder-decoder model`);
-      const source = typeof v.source === 'string' ? Array.from(h.encodePrompt(v.source)) : check.tokenIds(v.source, `${name}.source`, vocab);
-      const target = typeof v.target === 'string'
-        ? [this.promptFormat.decoderStartToken, ...h.tokenize(v.target, false)]
-        : check.tokenIds(v.target, `${name}.target`, vocab);
-      return { source, tokens: target };
+      return this.#pairInput(v, name, `${name}.`)();
     }
     if (typeof v === 'string') {
       if (!v.length) throw new RangeError(`${name} is empty`);
@@ -407,9 +439,10 @@ export class Model {
     return { tokens: check.tokenIds(v, name, vocab) };
   }
 
+  // A metric token: an id, or text that is one token of the logits' side (an encoder–decoder's target side).
   #tokenOf(v, name) {
     if (typeof v === 'number') return v;
-    const ids = Array.from(this.#handle.tokenize(v, false));
+    const ids = Array.from(this.#handle.tokenize(v, false, this.info.kind === 'encoder-decoder'));
     if (ids.length !== 1) throw new RangeError(`${name}: "${v}" is ${ids.length} tokens, not one (give a token id)`);
     return ids[0];
   }
@@ -525,7 +558,7 @@ export class Model {
       s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
       try {
         const r = s.embed(items, engine);
-        r.pieces = r.tokens.map((ids) => this.#handle.pieces(ids));
+        r.pieces = r.tokens.map((ids) => this.#handle.pieces(ids, false));
         r.attentions = att ? splitBatch(readAttention(s), items.length) : null;
         return r;
       } finally {
@@ -609,7 +642,8 @@ export class Model {
     // A conversation is rendered now (template errors throw before the model is touched) and
     // tokenized without adding special tokens, as encodeChat() does.
     const chatText = opts.chat ? renderChat(this.#chatModel(), prompt, opts.chat) : null;
-    const promptIds = typeof prompt === 'string' || opts.chat ? null : check.tokenIds(prompt, 'prompt', this.info.vocabSize);
+    // (an encoder–decoder's prompt is its source: ids of the source vocabulary)
+    const promptIds = typeof prompt === 'string' || opts.chat ? null : check.tokenIds(prompt, 'prompt', this.info.sourceVocabSize);
     return { opts, att, ablate, promptIds, chatText, signal: options.signal, stopFlag: options[STOP_FLAG] };
   }
 
@@ -644,7 +678,7 @@ export class Model {
     const s = this.#session;
     const h = this.#handle;
     throwIfAborted(signal);
-    const ids = promptIds ?? Array.from(chatText !== null ? h.tokenize(chatText, false) : h.encodePrompt(opts.prompt));
+    const ids = promptIds ?? Array.from(chatText !== null ? h.tokenize(chatText, false, false) : h.encodePrompt(opts.prompt));
     const run = { final: null };
     s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
     s.setAblations(ablate);
@@ -684,7 +718,7 @@ export class Model {
         first = false;
         const step = { token: ev.token, piece: ev.piece, text: ev.text, position: ev.position };
         if (attentions) step.attentions = attentions;
-        if (ev.topk) step.topk = topOfStep(ev.topk, h);
+        if (ev.topk) step.topk = topOfStep(ev.topk, this.#labelsOf(this.info.kind === 'encoder-decoder'));
         if (ev.done) step.result = s.result();
         yield step;
         if (this.#disposed) return run.final;
@@ -739,10 +773,11 @@ export class Model {
   }
 }
 
-// A generation step's predictions: [{ id, piece, prob, logit }], most likely first.
-function topOfStep(t, h) {
+// A generation step's predictions: [{ id, piece, prob, logit }], most likely first (labels: the
+// decoder's PieceLabels).
+function topOfStep(t, labels) {
   const ids = Array.from(t.ids);
-  const pieces = h.pieces(ids);
+  const pieces = labels.of(ids);
   return ids.map((id, j) => ({ id, piece: pieces[j], prob: t.probs[j], logit: t.logits[j] }));
 }
 

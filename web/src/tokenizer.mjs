@@ -49,9 +49,11 @@ export class Tokenizer {
   }
 
   /** Text → { ids, pieces } (with the special tokens the model family adds, unless told not to). */
-  tokenize(text, { addSpecialTokens = true } = {}) {
+  tokenize(text, { addSpecialTokens = true, target } = {}) {
     this.#alive();
     check.string(text, 'text');
+    if (target !== undefined && target !== false)
+      throw new TypeError("tokenize: { target: true } asks for an encoder-decoder model's decoder text (model.tokenize); a tokenizer loaded alone has one side");
     const ids = Array.from(this.#t.tokenize(text, !!addSpecialTokens));
     return { ids, pieces: this.#labels.of(ids) };
   }

@@ -20,6 +20,18 @@ export function options(o, fn) {
   return o;
 }
 
+/**
+ * Which side of the text an options object asks for ({ target: true }: an encoder–decoder's target
+ * side, the decoder's text, as transformers' text_target / as_target_tokenizer) → { target, vocab }:
+ * whether it is the target side and how many ids that side has (info.sourceVocabSize for the source).
+ */
+export function textSide(o, fn, info) {
+  const target = boolean(o.target ?? false, `${fn}: target`);
+  if (target && info.kind !== 'encoder-decoder')
+    throw new TypeError(`${fn}: { target: true } asks for the decoder's text of an encoder-decoder model; ${info.architecture} is ${info.kind}: its one tokenizer reads all its text`);
+  return { target, vocab: target ? info.vocabSize : info.sourceVocabSize ?? info.vocabSize };
+}
+
 export function tokenIds(v, name, vocab, { allowEmpty = false } = {}) {
   if (!(Array.isArray(v) || v instanceof Int32Array || v instanceof Uint32Array || v instanceof Uint16Array || v instanceof Uint8Array))
     throw new TypeError(`${name} must be an array of token ids, got ${typeName(v)}`);

@@ -241,7 +241,8 @@ export class WorkerModel {
     this.#alive();
     check.string(text, 'text');
     check.options(options, 'tokenize');
-    return this.#call('tokenize', [text, { addSpecialTokens: options.addSpecialTokens ?? true }]);
+    const { target } = check.textSide(options, 'tokenize', this.info);
+    return this.#call('tokenize', [text, { addSpecialTokens: options.addSpecialTokens ?? true, target }]);
   }
 
   async encodePrompt(text) {
@@ -266,14 +267,16 @@ export class WorkerModel {
     return this.#call('encodeChat', [messages, options]);
   }
 
-  async detokenize(ids) {
+  async detokenize(ids, options = {}) {
     this.#alive();
-    return this.#call('detokenize', [check.tokenIds(ids, 'ids', this.info.vocabSize, { allowEmpty: true })]);
+    const { target, vocab } = check.textSide(check.options(options, 'detokenize'), 'detokenize', this.info);
+    return this.#call('detokenize', [check.tokenIds(ids, 'ids', vocab, { allowEmpty: true }), { target }]);
   }
 
-  async pieces(ids) {
+  async pieces(ids, options = {}) {
     this.#alive();
-    return this.#call('pieces', [check.tokenIds(ids, 'ids', this.info.vocabSize, { allowEmpty: true })]);
+    const { target, vocab } = check.textSide(check.options(options, 'pieces'), 'pieces', this.info);
+    return this.#call('pieces', [check.tokenIds(ids, 'ids', vocab, { allowEmpty: true }), { target }]);
   }
 
   async forward(input, options = {}) {
@@ -344,7 +347,7 @@ export class WorkerModel {
     check.attentionOptionFor(options.attentions, 'attentions', this.info);
     check.topK(options.predictions, 'predictions');
     check.ablations(options.ablate, 'ablate', this.info);
-    if (typeof prompt !== 'string' && !check.isMessages(prompt)) check.tokenIds(prompt, 'prompt', this.info.vocabSize);
+    if (typeof prompt !== 'string' && !check.isMessages(prompt)) check.tokenIds(prompt, 'prompt', this.info.sourceVocabSize);
   }
 
   async generate(prompt, options = {}) {

@@ -53,6 +53,14 @@ async function inThread(): Promise<void> {
   const cross: Float32Array | undefined = out.attentions?.get(0, 0, 'cross');
   const rec: AttentionRecord | undefined = out.attentions?.records[0];
   const s2s = await model.forward({ source: [1, 2, 3], target: [1] }, { attentions: true });
+  // an encoder–decoder's target side (the decoder's text), text inputs of a pass
+  const tgt: number[] = (await model.tokenize('Hallo', { target: true, addSpecialTokens: false })).ids;
+  const tgtText: string = await model.detokenize(tgt, { target: true });
+  const tgtPieces: string[] = await model.pieces(tgt, { target: true });
+  const sides: number = info.sourceVocabSize + info.vocabSize + (info.targetTokenizer?.vocabSize ?? 0);
+  const byText = await model.forward({ source: 'Hello', target: 'Hal' });
+  // @ts-expect-error target is true or false
+  await model.pieces(tgt, { target: 'yes' });
 
   const r: GenerateResult = await model.generate('In the beginning', {
     maxNewTokens: 20, temperature: 0.8, topK: 40, topP: 0.95, repetitionPenalty: 1.1, seed: 7, stop: ['\n'],
@@ -96,6 +104,7 @@ async function inWorker(): Promise<void> {
   for await (const step of model.stream('Once', { signal: AbortSignal.timeout(1000) })) steps.push(step);
   const out = await model.forward([1, 2]);
   const a: Attentions | null = out.attentions;
+  const w: string = await model.detokenize([1], { target: true });
   await model.dispose();
 
   const mine = new Worker(new URL('attnlens/worker', import.meta.url), { type: 'module' });

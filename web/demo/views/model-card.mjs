@@ -14,6 +14,15 @@ function memoryLine(m) {
 }
 
 /** Renders `model` ({name, info, description}) and the engine's memory (model.api.memory()) into el. */
+// The vocabulary and its tokenizer; an encoder–decoder with separate source and target vocabularies
+// or a target tokenizer of its own (Marian's target.spm) shows both sides.
+function vocabularyLine(i) {
+  const side = (n, t) => `${n} tokens${t ? ` · ${t.kind}` : ''}`;
+  const sourceSize = i.sourceVocabSize ?? i.vocabSize;
+  if (!i.targetTokenizer && sourceSize === i.vocabSize) return side(i.vocabSize, i.tokenizer);
+  return `source ${side(sourceSize, i.tokenizer)}; target ${side(i.vocabSize, i.targetTokenizer ?? i.tokenizer)}`;
+}
+
 export function renderModelCard(el, model, memory = null) {
   if (!model) {
     el.replaceChildren(h('p', { class: 'muted', text: 'No model loaded yet.' }));
@@ -29,7 +38,7 @@ export function renderModelCard(el, model, memory = null) {
     ['Heads', `${heads} × ${i.headDim} dims`],
     ['Width', `${i.dModel} (feed-forward ${i.dFF})`],
     ['Context', `${i.contextLength} tokens`],
-    ['Vocabulary', `${i.vocabSize} tokens${i.tokenizer ? ` · ${i.tokenizer.kind}` : ''}`],
+    ['Vocabulary', vocabularyLine(i)],
     ...(i.tokenizer?.chatTemplates?.length ? [['Chat template', i.tokenizer.chatTemplates.join(', ')]] : []),
     ['Memory', memoryLine(memory ?? i)],
   ];
