@@ -82,6 +82,32 @@ describe('Marian: the model\'s generation settings, beam search and its attentio
     await assert.rejects(model.generate(ref.config.source, { earlyStopping: 'sometimes' }), /earlyStopping must be/);
     await assert.rejects(model.generate(ref.config.source, { numBeams: 0 }), /numBeams must be ≥ 1/);
   });
+
+  test('sampling: reproducible with a seed, every token drawn from the top-k of the teacher-forced logits', async () => {
+    const o = { numBeams: 1, temperature: 0.9, topK: 3, seed: 11, maxNewTokens: 12, badWordsIds: [], forcedEosTokenId: null };
+    const r = await model.generate(ref.config.source, o);
+    assert.deepEqual((await model.generate(ref.config.source, o)).tokens, r.tokens);
+    assert.ok(r.tokens.length > 2);
+    const f = await model.forward({ source: ref.config.source, target: r.tokens });
+    const V = model.info.vocabSize;
+    let notGreedy = 0;
+    for (let i = 1; i < r.tokens.length; i++) {
+      const row = Array.from(f.logits.subarray((i - 1) * V, i * V));
+      const order = row.map((x, id) => [x, id]).sort((a, b) => b[0] - a[0]).map(([, id]) => id);
+      assert.ok(order.slice(0, 3).includes(r.tokens[i]), `token ${i} (${r.tokens[i]}) is in the top 3 ${order.slice(0, 3)}`);
+      notGreedy += r.tokens[i] !== order[0];
+    }
+    const others = await Promise.all([1, 2, 3, 4, 5].map((seed) => model.generate(ref.config.source, { ...o, seed })));
+    assert.ok(notGreedy > 0 || others.some((x) => x.tokens.join() !== r.tokens.join()), 'sampling is not greedy decoding');
+  });
+
+  test('a source past the encoder\'s positions is refused by name (generate, forward, stream)', async () => {
+    const long = Array(41).fill(5);
+    await assert.rejects(model.generate(long), /the source has 41 tokens, more than the 40 positions of marian's encoder/);
+    await assert.rejects(model.forward({ source: long, target: [89] }), /more than the 40 positions/);
+    await assert.rejects((async () => { for await (const _ of model.stream(long)); })(), /more than the 40 positions/);
+    assert.equal((await model.generate(ref.config.source, { numBeams: 1, maxNewTokens: 2 })).tokens.length, 3, 'the model still works');
+  });
 });
 
 describe('T5 and BART in a worker: greedy and beam outputs as transformers\' generate()', () => {
@@ -344,6 +370,23 @@ describe('Marian source.spm + target.spm: the decoder\'s text is the target side
     const out = JSON.parse(await cli('tokenize', '--model', folders.separate, '--text', c.text, '--target', '--json'));
     assert.deepEqual(out.ids, c.target_ids);
     assert.deepEqual(JSON.parse(await cli('tokenize', '--model', folders.separate, '--text', c.text, '--json')).ids, c.source_ids);
+  });
+
+  test('an encoder-decoder without a decoder start token: generate and target text are refused by name', async () => {
+    const dir = join(fixtures, 'encdec/bart');
+    const config = json('encdec/bart/config.json');
+    delete config.decoder_start_token_id;
+    delete config.bos_token_id;
+    const model = await loadModel([{ name: 'config.json', data: new TextEncoder().encode(JSON.stringify(config)) },
+      join(dir, 'model.safetensors'), join(dir, 'tokenizer.json')]);
+    try {
+      assert.equal(model.promptFormat.decoderStartToken, -1);
+      await assert.rejects(model.generate([5, 6, 2]), /no decoder start token: its config.json \(or generation_config.json\) gives no decoder_start_token_id/);
+      await assert.rejects(model.forward({ source: [5, 6, 2], target: 'x' }), /target text follows the decoder start token, but this model has none/);
+      assert.equal((await model.forward({ source: [5, 6, 2], target: [2, 5] })).shape[0], 2, 'target ids still run');
+    } finally {
+      await model.dispose();
+    }
   });
 
   test('{ target: true } on a model without a target side is a clear error', async () => {

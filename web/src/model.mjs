@@ -343,6 +343,8 @@ export class Model {
     if (v.source === '') throw new RangeError(`${what}: ${prefix}source is empty`);
     const source = typeof v.source === 'string' ? null : check.tokenIds(v.source, `${prefix}source`, this.info.sourceVocabSize);
     const target = typeof v.target === 'string' ? null : check.tokenIds(v.target, `${prefix}target`, this.info.vocabSize);
+    if (target === null && !(this.promptFormat.decoderStartToken >= 0))
+      throw new Error(`${what}: ${prefix}target text follows the decoder start token, but this model has none (its config.json or generation_config.json gives no decoder_start_token_id): give target token ids`);
     return () => {
       const h = this.#handle;
       return {
