@@ -13,6 +13,7 @@
 //   * heads have their own width d_kv: n_heads·d_kv need not equal d_model (Flan-T5-small: 6 × 64 vs 512).
 // Two namings: Hugging Face T5ForConditionalGeneration and llama.cpp's GGUF "t5" (convert_hf_to_gguf.py).
 #include <cmath>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/limits.h"
@@ -112,6 +113,24 @@ RelativeBiasTable bias_table(Weights& w, const std::string& name, const T5Config
   return RelativeBiasTable{w.f32_table(name, c.buckets, c.heads), c.buckets, c.max_distance};  // [buckets][heads]
 }
 
+// One T5 block, pre-norm: self-attention, in the decoder cross-attention, then the feed-forward
+// network; returns its relative position bias table (empty: the block uses layer 0's).
+template <class Layer>
+RelativeBiasTable block(Weights& w, const LayerNames& name, const T5Config& c, bool hf, Layer& l) {
+  l.placement = nn::NormPlacement::Pre;
+  l.norm1 = w.rms_norm(name("attn_norm"), c.d_model, c.eps);
+  l.self_attn = attention(w, name, "attn_", c);
+  if constexpr (std::is_same_v<Layer, nn::DecoderLayer>) {
+    l.norm2 = w.rms_norm(name("cross_attn_norm"), c.d_model, c.eps);
+    l.cross_attn = attention(w, name, "cross_attn_", c);
+    l.norm3 = w.rms_norm(name("ffn_norm"), c.d_model, c.eps);
+  } else {
+    l.norm2 = w.rms_norm(name("ffn_norm"), c.d_model, c.eps);
+  }
+  l.ffn = feed_forward(w, name, c, hf);
+  return bias_table(w, name("attn_rel_b"), c);
+}
+
 std::unique_ptr<Model> build(const T5Config& c, const T5Names& names, const TensorMap& tensors, const BuildOptions& o,
                              bool hf) {
   Weights weights(tensors, o.format);
@@ -122,28 +141,11 @@ std::unique_ptr<Model> build(const T5Config& c, const T5Names& names, const Tens
   AL_CHECK(!embed.empty(), o.source, ": the shared embedding is missing (", names.embed[0], ")");
   s.source_embedding = s.target_embedding = weights.table(embed, c.vocab, c.d_model);
   s.positions = AbsolutePositions::None;
-  for (int i = 0; i < c.enc_layers; ++i) {
-    const LayerNames name{names, "enc", i};
-    nn::EncoderLayer& l = s.encoder.emplace_back();  // (built in place: no copy of a layer)
-    l.placement = nn::NormPlacement::Pre;
-    l.norm1 = weights.rms_norm(name("attn_norm"), c.d_model, c.eps);
-    l.self_attn = attention(weights, name, "attn_", c);
-    l.norm2 = weights.rms_norm(name("ffn_norm"), c.d_model, c.eps);
-    l.ffn = feed_forward(weights, name, c, hf);
-    s.encoder_bias.push_back(bias_table(weights, name("attn_rel_b"), c));
-  }
-  for (int i = 0; i < c.dec_layers; ++i) {
-    const LayerNames name{names, "dec", i};
-    nn::DecoderLayer& l = s.decoder.emplace_back();  // (built in place: no copy of a layer)
-    l.placement = nn::NormPlacement::Pre;
-    l.norm1 = weights.rms_norm(name("attn_norm"), c.d_model, c.eps);
-    l.self_attn = attention(weights, name, "attn_", c);
-    l.norm2 = weights.rms_norm(name("cross_attn_norm"), c.d_model, c.eps);
-    l.cross_attn = attention(weights, name, "cross_attn_", c);
-    l.norm3 = weights.rms_norm(name("ffn_norm"), c.d_model, c.eps);
-    l.ffn = feed_forward(weights, name, c, hf);
-    s.decoder_bias.push_back(bias_table(weights, name("attn_rel_b"), c));
-  }
+  // (layers are built in place: no copy of a layer)
+  for (int i = 0; i < c.enc_layers; ++i)
+    s.encoder_bias.push_back(block(weights, LayerNames{names, "enc", i}, c, hf, s.encoder.emplace_back()));
+  for (int i = 0; i < c.dec_layers; ++i)
+    s.decoder_bias.push_back(block(weights, LayerNames{names, "dec", i}, c, hf, s.decoder.emplace_back()));
   AL_CHECK(s.encoder_bias[0].table, o.source, ": ", names.layer("enc", 0, "attn_rel_b"), " is missing");
   AL_CHECK(s.decoder_bias[0].table, o.source, ": ", names.layer("dec", 0, "attn_rel_b"), " is missing");
   s.encoder_norm = weights.rms_norm(names.enc_norm, c.d_model, c.eps);
