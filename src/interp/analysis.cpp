@@ -1,5 +1,6 @@
 #include "interp/analysis.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -277,18 +278,23 @@ int probe_length(const models::Model& m, int requested) {
 
 std::vector<int> probe_sequence(const runtime::LoadedModel& lm, int length, uint64_t seed, int* offset) {
   const models::Model& m = lm.model();
+  // An encoder–decoder's probe feeds the same ids to its decoder and (after the start token) to its
+  // encoder: ids of both vocabularies, special on neither side (Marian's target.spm has its own).
+  const bool encdec = m.kind() == ModelKind::EncoderDecoder;
   const Tokenizer* tok = lm.tokenizer();
-  const int vocab = m.info().vocab_size;
+  const Tokenizer* target = encdec ? lm.output_tokenizer() : nullptr;
+  const int vocab = encdec ? std::min(m.info().vocab_size, m.info().source_vocab_size) : m.info().vocab_size;
+  const auto special = [](const Tokenizer* t, int id) { return t && id < t->vocab_size() && t->is_special(id); };
   std::vector<int> allowed;
   for (int id = 0; id < vocab; ++id)
-    if (!tok || id >= tok->vocab_size() || !tok->is_special(id)) allowed.push_back(id);
+    if (!special(tok, id) && !special(target, id)) allowed.push_back(id);
   AL_CHECK(!allowed.empty(), "probe: every token of the vocabulary is special");
   generate::Pcg32 rng(seed);
   std::vector<int> r(static_cast<size_t>(length));
   for (int& t : r) t = allowed[size_t((uint64_t(rng.next()) * allowed.size()) >> 32)];
   std::vector<int> seq;
   int bos = -1;
-  if (m.kind() == ModelKind::EncoderDecoder) bos = lm.prompt_format().decoder_start_token;
+  if (encdec) bos = lm.prompt_format().decoder_start_token;
   else if (tok) bos = tok->bos_id();
   if (bos >= 0) seq.push_back(bos);
   if (offset) *offset = bos >= 0 ? 1 : 0;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -410,4 +411,40 @@ TEST_CASE("interp: induction-gpt2 — the detector ranks the induction heads fir
     CHECK(q.sequences == p.sequences);
     CHECK(q.loss_second > p.loss_second + 1.0);
   }
+}
+
+TEST_CASE("interp: an encoder-decoder's probe tokens are special on neither side and valid for both vocabularies",
+          "[interp][encdec]") {
+  // Marian with source.spm + target.spm and separate vocabularies (90 source ids, 70 target ids:
+  // tests/fixtures/spm/make_marian_pair_fixture.py): the probe's ids feed the decoder and the encoder.
+  const std::string fx = testutil::source_dir() + "/tests/fixtures/";
+  auto named = [&](const std::string& path, const std::string& name) {
+    auto f = file_at(fx + path);
+    auto g = std::make_shared<runtime::File>(*f);
+    g->name = name;
+    return runtime::FilePtr(g);
+  };
+  auto lm = runtime::load_model({file_at(fx + "encdec/marian_separate/config.json"), file_at(fx + "encdec/marian_separate/model.safetensors"),
+                                 named("spm/unigram_nfkc.model", "source.spm"), named("spm/unigram_raw.model", "target.spm"),
+                                 named("spm/marian_pair_vocab.json", "vocab.json"),
+                                 named("spm/marian_pair_target_vocab.json", "target_vocab.json")});
+  const Tokenizer& target = *lm->output_tokenizer();
+  REQUIRE(&target != lm->tokenizer());
+  REQUIRE(target.is_special(69));             // <pad> of the target vocabulary: the decoder's start token
+  REQUIRE(!lm->tokenizer()->is_special(69));  // a plain piece of the source vocabulary
+  const int length = interp::probe_length(lm->model(), 0);
+  std::set<int> seen;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    int offset = 0;
+    const std::vector<int> seq = interp::probe_sequence(*lm, length, seed, &offset);
+    REQUIRE(offset == 1);
+    CHECK(seq[0] == 69);
+    for (size_t i = 1; i < seq.size(); ++i) {
+      CHECK(seq[i] < 70);
+      CHECK(!target.is_special(seq[i]));
+      CHECK(!lm->tokenizer()->is_special(seq[i]));
+      seen.insert(seq[i]);
+    }
+  }
+  CHECK(seen.size() > 40);  // the draws cover the allowed ids (the old rule drew 69 among them)
 }
