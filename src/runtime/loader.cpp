@@ -168,10 +168,11 @@ Roles classify(const std::vector<FilePtr>& files) {
   return r;
 }
 
-// The SentencePiece model of the files (Marian's when a vocab.json comes with it).
-std::unique_ptr<Tokenizer> spm_tokenizer(const Roles& r) {
+// The SentencePiece model of the files (Marian's when a vocab.json comes with it); `options` say how
+// the model family's tokenizer class wraps it (T5Tokenizer appends </s>).
+std::unique_ptr<Tokenizer> spm_tokenizer(const Roles& r, const SentencePieceOptions& options = {}) {
   const SentencePieceModelProto m = read_sentencepiece_model(bytes_of(*r.spm));
-  if (!r.vocab_json) return make_sentencepiece_model_tokenizer(m);
+  if (!r.vocab_json) return make_sentencepiece_model_tokenizer(m, options);
   return make_marian_tokenizer(m, parse_json(*r.vocab_json), r.vocab_json->name);
 }
 
@@ -527,7 +528,11 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
   const models::ModelInfo& mi = out->model_->info();
   AL_CHECK(!(r.tokenizer_json && r.spm), "two tokenizers were given: ", r.tokenizer_json ? r.tokenizer_json->name : "", " and ",
            r.spm ? r.spm->name : "", " (give one)");
-  if (r.spm) out->tokenizer_ = in_file(r.spm->name, [&] { return spm_tokenizer(r); });
+  if (r.spm) {
+    SentencePieceOptions so;
+    so.append_eos = mi.architecture == "t5";  // T5, Flan-T5, mT5, UMT5: T5Tokenizer's </s>
+    out->tokenizer_ = in_file(r.spm->name, [&] { return spm_tokenizer(r, so); });
+  }
   AL_CHECK(!r.target_vocab_json || r.spm_target, r.target_vocab_json ? r.target_vocab_json->name : "",
            ": target_vocab.json is read with Marian's target.spm, which was not given");
   if (r.spm_target) {

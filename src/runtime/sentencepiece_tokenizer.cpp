@@ -221,6 +221,11 @@ std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const Proto& m, co
     }
   }
   p.ids = {m.trainer.bos_id, m.trainer.eos_id, m.trainer.pad_id, unk};
+  if (options.append_eos) {
+    const int eos = m.trainer.eos_id;
+    AL_CHECK(eos >= 0 && size_t(eos) < m.pieces.size(), m.name, ": T5's tokenizer closes a text with </s>, but this model has no eos_id");
+    p.post_processor = std::make_unique<tok::WrapProcessor>(std::vector<int>{}, std::vector<int>{eos});
+  }
   p.kind = is_bpe ? "sentencepiece-bpe" : "sentencepiece-unigram";
   std::unique_ptr<Tokenizer> t = tok::make_pipeline_tokenizer(std::move(p));
 

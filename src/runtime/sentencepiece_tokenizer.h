@@ -32,6 +32,9 @@ struct SentencePieceOptions {
   // out first and each stretch between them is normalized on its own (its own dummy prefix), and
   // unknown characters are <unk> even when byte pieces exist. false: sentencepiece's own rules.
   bool llamacpp_ugm = false;
+  // T5Tokenizer (a T5 folder's spiece.model without tokenizer.json): text encoded with special tokens
+  // ends with the model's </s> (eos_id), as tokenization_t5.py appends it.
+  bool append_eos = false;
 };
 
 std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const SentencePieceModelProto& m,

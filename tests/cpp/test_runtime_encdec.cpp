@@ -423,6 +423,38 @@ TEST_CASE("Marian with source.spm, target.spm and vocab.json (+ target_vocab.jso
   }
 }
 
+TEST_CASE("T5 with spiece.model instead of tokenizer.json: the source ends with </s> as T5Tokenizer appends it",
+          "[runtime][encdec][t5][spm]") {
+  // tests/fixtures/spm/make_t5_spiece_fixture.py: sentencepiece's ids + </s> (tokenization_t5.py)
+  const nlohmann::json ref = nlohmann::json::parse(testutil::read_text(testutil::fixture_path("spm/t5_spiece_cases.json")));
+  auto m = load_model({file("../encdec/t5/config.json"), file("../encdec/t5/model.safetensors"), file("../encdec/t5/generation_config.json"),
+                       bytes_file("spiece.model", testutil::read_bytes(testutil::fixture_path("spm/t5_spiece.model")))});
+  const Tokenizer& t = m->require_tokenizer();
+  CHECK(t.kind() == "sentencepiece-unigram");
+  CHECK(t.eos_id() == 1);
+  CHECK(!m->prompt_format().source_suffix_eos);  // the tokenizer closes the source: no second </s>
+  for (const nlohmann::json& c : ref.at("cases")) {
+    const std::string text = c.at("text").get<std::string>();
+    INFO("text " << nlohmann::json(text).dump());
+    const std::vector<int> ids = c.at("ids").get<std::vector<int>>();
+    CHECK(generate::encode_prompt(t, m->prompt_format(), text) == ids);
+    CHECK(t.encode(text, true) == ids);
+    CHECK(t.encode(text, false) == std::vector<int>(ids.begin(), ids.end() - 1));
+    CHECK(t.decode(ids) == c.at("decoded").get<std::string>());
+  }
+  // the same .model read alone (loadTokenizer) or for another family keeps sentencepiece's own rules
+  auto llama_like = runtime::load_tokenizer_files({bytes_file("spiece.model", testutil::read_bytes(testutil::fixture_path("spm/t5_spiece.model")))}, 0);
+  const std::vector<int> first = ref.at("cases").at(1).at("ids").get<std::vector<int>>();
+  CHECK(llama_like.tokenizer->encode(ref.at("cases").at(1).at("text").get<std::string>(), true) ==
+        std::vector<int>(first.begin(), first.end() - 1));
+  // generation from the text runs on the encoder with that source
+  auto s = m->model().new_session();
+  generate::GenerateOptions o;
+  o.max_new_tokens = 4;
+  const auto r = generate::generate(m->model(), t, m->prompt_format(), *s, ref.at("cases").at(0).at("text").get<std::string>(), o);
+  CHECK(r.source == ref.at("cases").at(0).at("ids").get<std::vector<int>>());
+}
+
 TEST_CASE("Marian target.spm bad input: without source.spm / vocab.json, target_vocab.json alone, an encoder-only model",
           "[runtime][encdec][marian][spm][errors]") {
   const auto spm_file = [](const std::string& fixture, const std::string& name) {

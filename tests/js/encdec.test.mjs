@@ -389,6 +389,29 @@ describe('Marian source.spm + target.spm: the decoder\'s text is the target side
     }
   });
 
+  test('a T5 folder with spiece.model instead of tokenizer.json: the source ends with </s> (T5Tokenizer)', async () => {
+    // tests/fixtures/spm/make_t5_spiece_fixture.py: sentencepiece's ids + </s>
+    const ref = json('spm/t5_spiece_cases.json');
+    const { mkdtempSync, copyFileSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const d = mkdtempSync(join(tmpdir(), 'attnlens-t5-spiece-'));
+    for (const f of ['config.json', 'model.safetensors', 'generation_config.json']) copyFileSync(join(fixtures, 'encdec/t5', f), join(d, f));
+    copyFileSync(join(fixtures, 'spm/t5_spiece.model'), join(d, 'spiece.model'));
+    const model = await loadModel(d);
+    try {
+      assert.equal(model.info.tokenizer.kind, 'sentencepiece-unigram');
+      for (const c of ref.cases) {
+        assert.deepEqual((await model.encodePrompt(c.text)).ids, c.ids, c.text);
+        assert.deepEqual((await model.tokenize(c.text, { target: true })).ids, c.ids, c.text);
+      }
+      const r = await model.generate(ref.cases[0].text, { numBeams: 1, maxNewTokens: 3 });
+      assert.deepEqual(r.source, ref.cases[0].ids);
+    } finally {
+      await model.dispose();
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+
   test('{ target: true } on a model without a target side is a clear error', async () => {
     const bert = await loadModel(join(fixtures, 'encoders/bert_mlm'));
     try {
