@@ -87,6 +87,42 @@ describe('attention explorer: encoder–decoders and encoders', { skip, timeout:
     await screenshot(page, 'demo-marian-cross');
   });
 
+  test('Flan-T5 and BART: the cross-attention view (source × target) hovered both ways with the engine\'s weights', async () => {
+    for (const folder of ['encdec/flan_t5', 'encdec/bart']) {
+      await open(folder);
+      await page.fill('#prompt', 'w5 w17 w23 w40 w8');
+      await page.fill('#max-tokens', '5');
+      await page.click('#generate');
+      await finished();
+      assert.equal(await message('#run-message'), '', folder);
+      const run = await page.evaluate(() => {
+        const s = window.attnlens.state;
+        const r = s.run;
+        return { kind: s.kind, src: r.source.ids.length, tgt: r.target.ids.length, keys: r.store.keyCount('cross'),
+          rows: r.store.queryCount('cross'), sourceChips: document.querySelectorAll('#text-view .seq[data-axis="source"] li').length };
+      });
+      assert.equal(run.kind, 'cross', folder);
+      assert.equal(run.keys, run.src, folder);
+      assert.equal(run.sourceChips, run.src, folder);
+      assert.ok(run.rows >= 1 && run.rows <= run.tgt, `${folder}: ${run.rows} cross rows for ${run.tgt} target tokens`);
+      await page.hover('#text-view .seq[data-axis="target"] li[data-i="0"]');
+      const forward = await page.evaluate(() => {
+        const s = window.attnlens.state;
+        return { row: Array.from(s.run.store.row('cross', s.layer, s.head, 0)),
+          chips: [...document.querySelectorAll('#text-view .seq[data-axis="source"] li')].map((c) => c.dataset.weight) };
+      });
+      forward.row.forEach((w, k) => assert.equal(Number(forward.chips[k]), w, `${folder}: source chip ${k}`));
+      await page.hover('#text-view .seq[data-axis="source"] li[data-i="1"]');
+      const back = await page.evaluate(() => {
+        const s = window.attnlens.state;
+        const col = [];
+        for (let q = 0; q < s.run.store.queryCount('cross'); q++) col.push(s.run.store.value('cross', s.layer, s.head, q, 1));
+        return { col, chips: [...document.querySelectorAll('#text-view .seq[data-axis="target"] li')].map((c) => c.dataset.weight) };
+      });
+      back.col.forEach((w, q) => assert.equal(Number(back.chips[q]), w, `${folder}: target chip ${q}`));
+    }
+  });
+
   test('Marian dropped with source.spm, target.spm and separate vocabularies: the target row shows target.spm\'s pieces', async () => {
     // tests/fixtures/spm/make_marian_pair_fixture.py: 90 source ids, 70 target ids (target_vocab.json)
     const dir = mkdtempSync(join(tmpdir(), 'attnlens-marian-drop-'));
@@ -139,6 +175,12 @@ describe('attention explorer: encoder–decoders and encoders', { skip, timeout:
     assert.match(await page.textContent('#encode-result'), /Similarity of A and B: -?\d\.\d{4}/);
     // input B is the shorter: padded to A's length, its padding never attended to
     await page.selectOption('#input-select', '1');
+    // the chips are redrawn on the next frame: wait until they show input B
+    await page.waitForFunction(() => {
+      const r = window.attnlens.state.run;
+      const chips = [...document.querySelectorAll('#text-view .seq[data-axis="source"] li')];
+      return r.shown === 1 && chips.length === r.source.ids.length && chips.every((c, i) => c.dataset.origin === r.source.origin[i]);
+    }, null, { timeout: 10_000 });
     const b = await page.evaluate(() => {
       const s = window.attnlens.state;
       const run = s.run;
