@@ -39,10 +39,9 @@ void feed_forward(const FeedForward& f, const float* x, int n, float* out, Arena
   ArenaScope scope(arena);
   const int hidden = f.up.out();
   float* h = arena.alloc(size_t(n) * hidden);  // [n, hidden]
-  linear(f.up, x, n, h);
   if (f.gated()) {
     float* g = arena.alloc(size_t(n) * hidden);
-    linear(f.gate, x, n, g);
+    linears({{&f.up, h}, {&f.gate, g}}, x, n);
     if (f.act == Activation::SiLU) {
       kernels::swiglu(g, h, n * hidden);  // g = silu(g) ⊙ h
     } else {
@@ -51,6 +50,7 @@ void feed_forward(const FeedForward& f, const float* x, int n, float* out, Arena
     }
     h = g;
   } else {
+    linear(f.up, x, n, h);
     activate(f.act, h, n * hidden);
   }
   linear(f.down, h, n, out);

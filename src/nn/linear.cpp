@@ -44,16 +44,37 @@ RowSplit row_split(int rows, int n) {
   return RowSplit{r, rows > 0 ? (rows + r - 1) / r : 0};
 }
 
+namespace {
+
+// One token (decode) through several layers of the same input: their row blocks are the tasks of one
+// parallel region, so the threads meet once for Q, K and V (or gate and up) instead of once per matrix.
+// One task computes the same rows the same way as linear() alone would: the bits do not change.
+struct DecodePart {
+  const Linear* layer;
+  float* y;
+  RowSplit split;
+  int first_task;
+};
+
+void decode_parts(const DecodePart* parts, int count, int tasks, const float* x) {
+  parallel::for_each(tasks, [&](int t) noexcept {
+    int p = count - 1;
+    while (t < parts[p].first_task) --p;
+    const DecodePart& part = parts[p];
+    const int first = (t - part.first_task) * part.split.rows, out = part.layer->out();
+    linear_rows(*part.layer, first, std::min(part.split.rows, out - first), x, 1, part.y + first);
+  });
+}
+
+}  // namespace
+
 void linear(const Linear& l, const float* x, int n, float* y) {
   const int out = l.w.rows;
   const RowSplit split = row_split(out, n);
   if (split.tasks <= 1) return linear_rows(l, 0, out, x, n, y);
   if (n == 1) {
-    parallel::for_each(split.tasks, [&](int t) noexcept {
-      const int first = t * split.rows;
-      linear_rows(l, first, std::min(split.rows, out - first), x, 1, y + first);
-    });
-    return;
+    const DecodePart part{&l, y, split, 0};
+    return decode_parts(&part, 1, split.tasks, x);
   }
   // The kernels write rows of `count` outputs: each block goes to its own part of a scratch buffer
   // ([rows][count] at rows·first), then its columns are placed in y. At most 1 Mi floats of scratch:
@@ -74,6 +95,21 @@ void linear(const Linear& l, const float* x, int n, float* y) {
         std::memcpy(yc + size_t(i) * out + first, block + size_t(i) * count, sizeof(float) * count);
     });
   }
+}
+
+void linears(std::initializer_list<LinearOutput> outputs, const float* x, int n) {
+  if (n != 1 || outputs.size() > 4) {  // prefill: each matrix is a long region of its own
+    for (const LinearOutput& o : outputs) linear(*o.layer, x, n, o.y);
+    return;
+  }
+  DecodePart parts[4];
+  int count = 0, tasks = 0;
+  for (const LinearOutput& o : outputs) {
+    parts[count] = DecodePart{o.layer, o.y, row_split(o.layer->out(), 1), tasks};
+    tasks += parts[count].split.tasks;
+    ++count;
+  }
+  decode_parts(parts, count, tasks, x);
 }
 
 Matrix row_block(const Matrix& m, int first, int count) {

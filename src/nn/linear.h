@@ -3,6 +3,7 @@
 // input dimension). The weights are views: they live in the loaded file or in a model's own buffers.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "core/tensor.h"
@@ -36,6 +37,15 @@ struct Linear {
 // calling thread's threads (core/parallel.h) in blocks of rows of W fixed by row_split(): the result
 // is the same, bit for bit, whatever the number of threads.
 void linear(const Linear& l, const float* x, int n, float* y);
+
+// Several linear layers of the same input at once (Q, K and V; an FFN's gate and up): y_i = x · W_iᵀ
+// + b_i. One parallel region over all their blocks for a single token (decode), so the threads meet
+// once instead of once per matrix; the same bits as separate linear() calls.
+struct LinearOutput {
+  const Linear* layer;
+  float* y;
+};
+void linears(std::initializer_list<LinearOutput> outputs, const float* x, int n);
 
 // How linear() splits a matrix of `rows` rows for n input rows: `tasks` blocks of `rows` rows each
 // (the last one shorter). Depends on the shape only.

@@ -35,9 +35,7 @@ namespace {
 // Q, K, V rows of x: q [n, q_dim], k/v [n, kv_dim] (rows strided by their own widths).
 void project_qkv(const MultiHeadAttention& a, const float* x, int n, float* q, float* k, float* v, Arena& arena) {
   if (!a.fused()) {
-    linear(a.q, x, n, q);
-    linear(a.k, x, n, k);
-    linear(a.v, x, n, v);
+    linears({{&a.q, q}, {&a.k, k}, {&a.v, v}}, x, n);
     return;
   }
   ArenaScope scope(arena);

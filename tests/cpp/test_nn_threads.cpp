@@ -121,3 +121,24 @@ TEST_CASE("release_scratch gives back the packing buffers of every thread, and t
   CHECK(kernels::scratch_bytes() > 0);
   kernels::release_scratch();
 }
+
+TEST_CASE("linears: several layers in one region give the bits of separate linear() calls", "[nn][threads]") {
+  parallel::reserve(4);
+  const int in = 288;
+  std::vector<float> wq = randn(size_t(288) * in, 1), wk = randn(size_t(96) * in, 2), wv = randn(size_t(100) * in, 3);
+  std::vector<float> bq = randn(288, 4);
+  const Linear q{Matrix{DType::F32, 288, in, wq.data()}, bq.data()}, k{Matrix{DType::F32, 96, in, wk.data()}, nullptr},
+      v{Matrix{DType::F32, 100, in, wv.data()}, nullptr};
+  for (int n : {1, 5}) {
+    const std::vector<float> x = randn(size_t(n) * in, uint32_t(9 + n));
+    for (int threads : {1, 2, 4}) {
+      parallel::Threads use(threads);
+      std::vector<float> yq(size_t(n) * 288), yk(size_t(n) * 96), yv(size_t(n) * 100);
+      linears({{&q, yq.data()}, {&k, yk.data()}, {&v, yv.data()}}, x.data(), n);
+      INFO("n = " << n << ", " << threads << " threads");
+      CHECK(same_bits(yq, run(q, x, n, 1)));
+      CHECK(same_bits(yk, run(k, x, n, 1)));
+      CHECK(same_bits(yv, run(v, x, n, 1)));
+    }
+  }
+}
