@@ -54,10 +54,28 @@ export function formatWeight(v) {
   return String(f);
 }
 
+const MARK_FIRST = /^\p{M}/u;
+const ONLY_INVISIBLE = /^\p{Cf}+$/u;
+
+/**
+ * A piece whose characters would not show on their own made visible: one that starts with a
+ * combining mark is drawn on a dotted circle ("◌̈", as Unicode's charts show a mark alone); one of
+ * invisible format characters only (a ZWJ, a soft hyphen …) is written as their escapes ("\u200d").
+ */
+export function visibleMarks(s) {
+  if (ONLY_INVISIBLE.test(s)) {
+    return [...s].map((c) => {
+      const cp = c.codePointAt(0).toString(16);
+      return cp.length <= 4 ? `\\u${cp.padStart(4, '0')}` : `\\u{${cp}}`;
+    }).join('');
+  }
+  return MARK_FIRST.test(s) ? `◌${s}` : s;
+}
+
 /** A token piece made visible as a label: spaces, newlines, tabs and control bytes shown. */
 export function visiblePiece(s) {
   if (s === '') return '∅';
-  return s
+  return visibleMarks(s)
     .replace(/ /g, '␣')
     .replace(/\n/g, '↵')
     .replace(/\r/g, '␍')

@@ -2,12 +2,12 @@
 // encoder–decoder). Point at a token — or focus the list and use ←/→, Home/End; Enter pins, Esc
 // unpins — and every token it attends to lights up by weight, for the chosen layer and head.
 import { AXES } from '../attention-store.mjs';
-import { formatWeight, h, visiblePiece } from '../format.mjs';
+import { formatWeight, h, visibleMarks, visiblePiece } from '../format.mjs';
 import { describeHead } from './matrix.mjs';
 import { ChipList } from './chips.mjs';
 import { focusQuery, focusWeights } from './focus.mjs';
 
-const textLabel = (p) => p.replace(/\n/g, '↵\n') || '∅';
+const textLabel = (p) => visibleMarks(p).replace(/\n/g, '↵\n') || '∅';
 
 export class TextView {
   constructor(state, root) {

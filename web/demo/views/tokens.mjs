@@ -24,7 +24,12 @@ export class TokensView {
     this.summary = h('p', { class: 'focus-summary' });
     this.caption = h('p', { class: 'view-caption' });
     this.scroller = h('div', { class: 'lines-scroll' }, this.body);
-    root.append(this.caption, this.summary, this.head, this.scroller);
+    // How a piece is written (the engine's labels, model.pieces; visiblePiece adds ␣)
+    this.legend = h('p', {
+      class: 'view-caption piece-legend',
+      text: 'Pieces: ␣ is a space, \\n a newline, \\t a tab, \\u200d an invisible character, ◌ the base of a mark shown alone; <0xF0> is one byte of a character split over several tokens.',
+    });
+    root.append(this.caption, this.summary, this.head, this.scroller, this.legend);
     this.scroller.addEventListener('scroll', () => invalidate(this), { passive: true });
     this.qList = qList;
     this.kList = kList;
