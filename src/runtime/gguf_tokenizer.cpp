@@ -15,6 +15,7 @@
 #include "tokenizers/normalizers.h"
 #include "tokenizers/pipeline.h"
 #include "tokenizers/pre_tokenizers.h"
+#include "tokenizers/unicode.h"
 
 namespace attnlens::runtime {
 
@@ -235,6 +236,16 @@ std::unique_ptr<Tokenizer> gguf_tokenizer(const nlohmann::json& meta, const std:
   const MetaReader m{meta, source};
   const std::string kind = m.string("tokenizer.ggml.model");
   const nlohmann::json& tokens = *m.array("tokenizer.ggml.tokens", limits::kMaxVocab, true);
+  // GGUF strings are UTF-8: an ill-formed token is an error whatever the tokenizer model.
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (!tokens[i].is_string()) continue;  // named by each model's own checks
+    const std::string& t = tokens[i].get_ref<const std::string&>();
+    for (size_t pos = 0; pos < t.size();) {
+      const unicode::Utf8Step c = unicode::decode_utf8(t, pos);
+      AL_CHECK(c.valid, source, ": tokenizer.ggml.tokens[", i, "] (", t.size(), " bytes) is not valid UTF-8");
+      pos += c.len;
+    }
+  }
   auto is_string = [](const nlohmann::json& x) {
     return x.is_string() && x.get_ref<const std::string&>().size() <= size_t(limits::kMaxTokenBytes);
   };

@@ -528,6 +528,13 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
   const models::ModelInfo& mi = out->model_->info();
   AL_CHECK(!(r.tokenizer_json && r.spm), "two tokenizers were given: ", r.tokenizer_json ? r.tokenizer_json->name : "", " and ",
            r.spm ? r.spm->name : "", " (give one)");
+  // XLM-R's sentencepiece.bpe.model is read through fairseq's dictionary (transformers'
+  // XLMRobertaTokenizer: <s> <pad> </s> <unk> first, every other piece's id shifted by one, <mask>
+  // last): the model's ids are not the .model's. That mapping is not applied here, so it is refused
+  // rather than feeding the model ids off by one; the folder's tokenizer.json has the model's ids.
+  AL_CHECK(!(r.spm && !r.vocab_json && mi.architecture == "roberta"), r.spm->name,
+           ": a SentencePiece model for a RoBERTa-family model (XLM-R) gives ids that are not the model's (XLM-R shifts ",
+           "them by fairseq's dictionary, which is not applied to .model files): give the folder's tokenizer.json instead");
   if (r.spm) {
     SentencePieceOptions so;
     so.append_eos = mi.architecture == "t5";  // T5, Flan-T5, mT5, UMT5: T5Tokenizer's </s>

@@ -80,3 +80,20 @@ TEST_CASE("GGUF tokenizer: unknown model and pre names are errors naming the key
     CHECK_THAT(std::string(e.what()), Contains("unsupported GGUF tokenizer model \"rwkv\" (supported: llama, gpt2, bert, t5)"));
   }
 }
+
+TEST_CASE("GGUF tokenizer: a token that is not valid UTF-8 is an error naming it, for every tokenizer model",
+          "[runtime][gguf-vocab][bad]") {
+  for (const char* file : {"llama-spm.gguf", "t5-ugm.gguf", "bert.gguf", "gpt2.gguf"}) {
+    INFO(file);
+    for (const char* bad : {"ab\xC3", "\xED\xA0\x80", "\xC0\xAF"}) {  // truncated, a surrogate, overlong
+      json meta = metadata(file);
+      meta["tokenizer.ggml.tokens"][7] = std::string(bad);
+      try {
+        runtime::gguf_tokenizer(meta, "x.gguf");
+        FAIL("no error");
+      } catch (const Error& e) {
+        CHECK_THAT(std::string(e.what()), Contains("x.gguf: tokenizer.ggml.tokens[7] (") && Contains("bytes) is not valid UTF-8"));
+      }
+    }
+  }
+}

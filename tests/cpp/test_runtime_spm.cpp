@@ -192,6 +192,26 @@ TEST_CASE("sentencepiece .model: the runtime loader classifies it by content", "
              Contains("broken.model: byte 2: pieces[0]: piece (5 bytes) is not valid UTF-8"));
 }
 
+TEST_CASE("sentencepiece .model for an XLM-R (RoBERTa-family) model is refused: its ids are fairseq's, not the .model's",
+          "[runtime][spm][bad]") {
+  // tests/fixtures/encoders (make_encoder_fixtures.py): a RoBERTa and an ALBERT of 64 ids, no tokenizer
+  const auto folder = [](const std::string& name, const std::string& spm_name) {
+    std::vector<runtime::FilePtr> files;
+    for (const char* f : {"config.json", "model.safetensors"})
+      files.push_back(std::make_shared<runtime::File>(
+          runtime::File{f, testutil::read_bytes(testutil::fixture_path("encoders/" + name + "/" + f))}));
+    files.push_back(std::make_shared<runtime::File>(runtime::File{spm_name, model_bytes("unigram_raw")}));
+    return files;
+  };
+  CHECK_THAT(error_of([&] { runtime::load_model(folder("roberta", "sentencepiece.bpe.model")); }),
+             Contains("sentencepiece.bpe.model: a SentencePiece model for a RoBERTa-family model (XLM-R) gives ids that are "
+                      "not the model's") && Contains("give the folder's tokenizer.json instead"));
+  // ALBERT's spiece.model holds the model's own ids: read (and here refused only for its 700 pieces)
+  const std::string albert = error_of([&] { runtime::load_model(folder("albert", "spiece.model")); });
+  CHECK_THAT(albert, Contains("the tokenizer has 700 tokens"));
+  CHECK_THAT(albert, !Contains("RoBERTa"));
+}
+
 TEST_CASE("Marian: source.spm + vocab.json give MarianTokenizer's ids (sentencepiece pieces looked up in vocab.json)", "[runtime][spm][marian]") {
   const std::string vocab = testutil::read_text(testutil::fixture_path("spm/marian_vocab.json"));
   const auto file = [](const std::string& name, const std::string& bytes) {
