@@ -4,7 +4,7 @@
 // references compiled to wasm without SIMD (bench_kernels_scalar), then prints GFLOP/s, GB/s of
 // weights streamed, the SIMD/scalar and wasm/native ratios and the acceptance targets.
 //
-//   node bench/kernels.mjs [--runs N] [--quick] [--filter SUBSTR] [--json FILE] [--simd-ref] [--no-build]
+//   node bench/kernels.mjs [--runs N] [--quick] [--filter SUBSTR] [--json FILE] [--simd-ref] [--no-build] [--cpu-time]
 //
 //   --runs N     run every binary N times, interleaved (default 1); the table shows the median
 //                of the per-run medians and, with N > 1, their range
@@ -12,6 +12,8 @@
 //   --simd-ref   also time the scalar references inside the SIMD wasm build (shows whether clang
 //                auto-vectorizes them when SIMD128 is on; it does not: they accumulate in double)
 //   --json FILE  also write every raw JSON line
+//   --cpu-time   time by the process's CPU time instead of the wall clock (a loaded, shared machine:
+//                at nice 19 a run gets a few % of a core and wall time measures the other processes)
 // Build folders: ATTNLENS_BENCH_NATIVE (default build-bench-native) and ATTNLENS_BENCH_WASM
 // (default build-bench-wasm). The targets come from bench/CMakeLists.kernels.cmake; while the
 // top-level CMakeLists.txt does not include it yet, it is injected with CMAKE_PROJECT_INCLUDE.
@@ -42,6 +44,7 @@ const filter = opt('--filter', '');
 const jsonOut = opt('--json', '');
 const simdRef = args.includes('--simd-ref');
 const noBuild = args.includes('--no-build');
+const cpuTime = args.includes('--cpu-time');
 
 // ---- build ---------------------------------------------------------------------------------------
 function sh(cmd, argv, env = {}) {
@@ -70,7 +73,7 @@ function build() {
 }
 
 // ---- run -------------------------------------------------------------------------------------------
-const common = [...(quick ? ['--quick'] : []), ...(filter ? ['--filter', filter] : [])];
+const common = [...(quick ? ['--quick'] : []), ...(filter ? ['--filter', filter] : []), ...(cpuTime ? ['--cpu-time'] : [])];
 const binaries = [
   { label: 'native', cmd: join(dirs.native, 'bench_kernels'), argv: ['--ref', ...common] },
   { label: 'wasm', cmd: process.execPath, argv: ['--no-experimental-fetch', join(dirs.wasm, 'bench_kernels.js'), ...(simdRef ? ['--ref'] : []), ...common] },
@@ -168,6 +171,16 @@ function targets(cases) {
       `${dq.g['wasm simd'].med.toFixed(1)} GFLOP/s, ${dq.b['wasm simd'].med.toFixed(1)} GB/s; attention, norms, sampling come on top`);
     if (df?.ms['wasm simd']) check('  q8_0 / f32 decode speed', df.ms['wasm simd'].med / dq.ms['wasm simd'].med, 2, 'x');
   } else check('q8_0 decode stories15M, matvecs only (wasm)', null, 750, 'tok/s');
+  // 4. integer prefill (issue 14): the block-format GEMM (prefill tiles, src/kernels/quant.cpp and
+  //    quant_k.cpp) against the f32 matmul of the same shape, GOP/s over GFLOP/s
+  for (const [n, k, m] of [[64, 768, 2048], [256, 768, 768]]) {
+    const f = get('matmul', 'f32', n, k, m)?.g['wasm simd']?.med;
+    for (const dt of ['q8_0', 'q4_0', 'q4_K', 'q6_K']) {
+      const q = get('matmul', dt, n, k, m)?.g['wasm simd']?.med;
+      check(`${dt} GEMM / f32 matmul ${n}x${k}x${m} (wasm)`, q && f ? q / f : null, 1.8, 'x',
+        q ? `${q.toFixed(1)} GOP/s` : '');
+    }
+  }
   console.log('\nTargets (wasm, Node ' + process.versions.node + ', single thread)');
   for (const r of out) console.log(`  ${pad(r[0], 44)} ${padl(r[1], 16)}  ${pad(r[2], 14)} ${pad(r[3], 5)} ${r[4]}`);
 }

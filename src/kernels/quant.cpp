@@ -122,6 +122,14 @@ namespace {
 // Each type: isum(block, x) = Σ q_w·q_x over the block as int32 lanes (exact), its scale d, and
 // for q4_1/q5_1 the min m (the term m·s_x is added per block).
 
+// Elements 0-15 (lo) and 16-31 (hi) as signed bytes → 4 × 8 int16.
+inline void widen_s8(__m128i lo, __m128i hi, __m128i* w) {
+  w[0] = lo_s16(lo);
+  w[1] = hi_s16(lo);
+  w[2] = lo_s16(hi);
+  w[3] = hi_s16(hi);
+}
+
 struct Q8_0 {
   static constexpr int kBytes = qb::kBytesQ8_0, kD = 0, kM = -1;
   static __m128i isum(const uint8_t* blk, const int16_t* x) {
@@ -133,6 +141,10 @@ struct Q8_0 {
     const __m128i d = _mm_madd_epi16(load8_s16(q + 24), _mm_load_si128(xv + 3));
     return _mm_add_epi32(_mm_add_epi32(a, b), _mm_add_epi32(c, d));
   }
+  // The 32 weights as 4 × 8 int16 (elements 0-7, 8-15, 16-23, 24-31), for the prefill tile.
+  static void decode(const uint8_t* blk, __m128i* w) {
+    for (int i = 0; i < 4; ++i) w[i] = load8_s16(blk + 2 + 8 * i);
+  }
 };
 
 // 16 bytes of nibbles: low nibbles are elements 0..15, high nibbles 16..31.
@@ -142,6 +154,10 @@ struct Q4_0 {
     const __m128i v = load16(blk + 2);
     const __m128i lo = _mm_sub_epi8(nib_lo(v), bytes(8)), hi = _mm_sub_epi8(nib_hi(v), bytes(8));
     return _mm_add_epi32(dot16_s8(lo, x), dot16_s8(hi, x + 16));
+  }
+  static void decode(const uint8_t* blk, __m128i* w) {
+    const __m128i v = load16(blk + 2);
+    widen_s8(_mm_sub_epi8(nib_lo(v), bytes(8)), _mm_sub_epi8(nib_hi(v), bytes(8)), w);
   }
 };
 
@@ -174,6 +190,13 @@ struct Q5_0 {
     const __m128i hi = _mm_or_si128(nib_hi(v), _mm_andnot_si128(hhi, bytes(0xF0)));
     return _mm_add_epi32(dot16_s8(lo, x), dot16_s8(hi, x + 16));
   }
+  static void decode(const uint8_t* blk, __m128i* w) {
+    __m128i hlo, hhi;
+    qh_bytes(blk + 2, &hlo, &hhi);
+    const __m128i v = load16(blk + 6);
+    widen_s8(_mm_or_si128(nib_lo(v), _mm_andnot_si128(hlo, bytes(0xF0))),
+             _mm_or_si128(nib_hi(v), _mm_andnot_si128(hhi, bytes(0xF0))), w);
+  }
 };
 
 struct Q5_1 {
@@ -195,6 +218,11 @@ struct IQ4_NL {
     const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qb::kIQ4NL));
     const __m128i v = load16(blk + 2);
     return _mm_add_epi32(dot16_s8(lookup16(table, nib_lo(v)), x), dot16_s8(lookup16(table, nib_hi(v)), x + 16));
+  }
+  static void decode(const uint8_t* blk, __m128i* w) {
+    const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qb::kIQ4NL));
+    const __m128i v = load16(blk + 2);
+    widen_s8(lookup16(table, nib_lo(v)), lookup16(table, nib_hi(v)), w);
   }
 };
 
@@ -230,7 +258,49 @@ RowsDot pick(int R) {
   return R == 2 ? &dot_rows<T, 2> : &dot_rows<T, 1>;
 }
 
+// The prefill tile (quant_simd.h TileDot): per block, W's 32 weights are decoded once into 4 int16
+// vectors and meet the kTileTokens activation blocks; each token's int32 lanes (the same 8-element
+// groups as T::isum: exact integers, so the order of the adds does not matter) and its float
+// accumulation (scale_add with d_w·d_x) are dot_rows' operations in the same order: same bits.
+// q4_1/q5_1 (a min term per token as well) keep dot_rows: their 4 more live floats spill in V8.
+template <class T>
+void tile_32(const uint8_t* w, const ActRow& a, size_t a_stride, int nb, float* out, size_t out_stride) {
+  constexpr int NT = kTileTokens;
+  const F16 f16;
+  __m128 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm_setzero_ps();
+  const auto* q0 = reinterpret_cast<const uint8_t*>(a.q);
+  const auto* d0 = reinterpret_cast<const uint8_t*>(a.d);
+  const uint8_t* p = w;
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
+  for (int b = 0; b < nb; ++b, p += T::kBytes) {
+    __m128i wv[4];
+    T::decode(p, wv);
+    const float dw = f16(p + T::kD);
+    for (int t = 0; t < NT; ++t) {
+      const auto* xv = reinterpret_cast<const __m128i*>(reinterpret_cast<const int16_t*>(q0 + t * a_stride) + 32 * b);
+      const __m128i s0 = _mm_madd_epi16(wv[0], _mm_load_si128(xv)), s1 = _mm_madd_epi16(wv[1], _mm_load_si128(xv + 1));
+      const __m128i s2 = _mm_madd_epi16(wv[2], _mm_load_si128(xv + 2)), s3 = _mm_madd_epi16(wv[3], _mm_load_si128(xv + 3));
+      const float dx = reinterpret_cast<const float*>(d0 + t * a_stride)[b];
+      acc[t] = scale_add(acc[t], _mm_add_epi32(_mm_add_epi32(s0, s1), _mm_add_epi32(s2, s3)), dw * dx);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t * out_stride] = lanes_sum(acc[t]) + 0.f;
+}
+
 }  // namespace
+
+TileDot tile_dot_32(DType t) {
+  switch (t) {
+    case DType::Q8_0: return &tile_32<Q8_0>;
+    case DType::Q4_0: return &tile_32<Q4_0>;
+    case DType::Q5_0: return &tile_32<Q5_0>;
+    case DType::IQ4_NL: return &tile_32<IQ4_NL>;
+    default: return nullptr;
+  }
+}
 
 RowsDot rows_dot_32(DType t, int R) {
   switch (t) {
@@ -282,11 +352,20 @@ bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias,
   }
   const size_t row_bytes = qb::row_bytes(t, k);
   const int block = n == 1 ? m : std::max(2, int((256 << 10) / row_bytes));
+  // Prefill: tiles of one W row × kTileTokens rows of x (each block of W decoded once per tile); the
+  // tokens left over (n % kTileTokens) go through the pairs of rows. Both give the same bits.
+  const qsimd::TileDot tile = n == 1 ? nullptr : sb ? qsimd::tile_dot_superblock(t) : qsimd::tile_dot_32(t);
+  const int tiled = tile ? n / qsimd::kTileTokens * qsimd::kTileTokens : 0;
   for (int j0 = 0; j0 < m; j0 += block) {
     const int rows = std::min(block, m - j0);
     const uint8_t* wb = w + size_t(j0) * row_bytes;
     const int half = rows / 2;
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < tiled; i += qsimd::kTileTokens) {
+      const qsimd::ActRow a = row_of(i);
+      float* yi = y + size_t(i) * m + j0;
+      for (int j = 0; j < rows; ++j) tile(wb + size_t(j) * row_bytes, a, stride16, nb, yi + j, size_t(m));
+    }
+    for (int i = tiled; i < n; ++i) {
       const qsimd::ActRow a = row_of(i);
       float* yi = y + size_t(i) * m + j0;
       for (int j = 0; j < half; ++j) {
@@ -296,9 +375,10 @@ bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias,
         yi[j + half] = t2[1];
       }
       if (rows & 1) dot1(wb + size_t(rows - 1) * row_bytes, 0, a, nb, yi + rows - 1);
-      if (bias)
-        for (int j = 0; j < rows; ++j) yi[j] += bias[j0 + j];
     }
+    if (bias)
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < rows; ++j) y[size_t(i) * m + j0 + j] += bias[j0 + j];
   }
   return true;
 }

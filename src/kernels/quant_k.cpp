@@ -221,6 +221,125 @@ struct IQ4_XS {
   }
 };
 
+// ---- prefill tiles: each 32-weight chunk of a super-block decoded once, used for kTileTokens tokens -
+// A chunk's quants are widened to int16 with their sub-block's integer scale multiplied in (q4_K/q5_K:
+// ≤ 31·63 = 1953, q6_K: ≤ 63·128 = 8064 in magnitude: int16 is exact), so a token's Σ q·sc·x over the
+// chunk is 4 i32x4.dot_i16x8_s. Element e lands in lane (e mod 8)/2 as in the super-block functions
+// above and the integers are exact, so each lane holds the same int32; the offsets/mins and the float
+// steps are the same operations in the same order: the bits of dot_rows (test_kernels_quant).
+inline void widen_scaled(__m128i lo16, __m128i hi16, int scale, __m128i* w) {  // 32 unsigned bytes × scale
+  const __m128i s = _mm_set1_epi16(int16_t(scale));
+  w[0] = _mm_mullo_epi16(lo_u16(lo16), s);
+  w[1] = _mm_mullo_epi16(hi_u16(lo16), s);
+  w[2] = _mm_mullo_epi16(lo_u16(hi16), s);
+  w[3] = _mm_mullo_epi16(hi_u16(hi16), s);
+}
+
+// Per super-block: the 8 (or 16) integer scales and the bsums coefficients (mins, or q6_K's 32·sc).
+struct SbState {
+  uint8_t sc[8], mn[8];
+  __m128i c_lo, c_hi;
+  float d, dmin;
+};
+
+template <bool Q5>
+struct K45Tile {
+  static constexpr int kBytes = Q5 ? qb::kBytesQ5K : qb::kBytesQ4K;
+  static void prepare(const uint8_t* blk, SbState& st, const F16& f16) {
+    k4_unpack(blk + 4, st.sc, st.mn);
+    const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(st.mn));
+    const __m128i dup = _mm_unpacklo_epi8(m8, m8);
+    st.c_lo = lo_u16(dup);
+    st.c_hi = hi_u16(dup);
+    st.d = f16(blk);
+    st.dmin = f16(blk + 2);
+  }
+  // Elements 32j … 32j + 31: nibble half (j & 1) of the 32 bytes at 32·(j / 2) (+ q5_K's bit j).
+  static void chunk(const uint8_t* blk, const SbState& st, int j, __m128i* w) {
+    const uint8_t* qs = blk + (Q5 ? 48 : 16) + 32 * (j >> 1);
+    const int shift = 4 * (j & 1);
+    __m128i lo = _mm_and_si128(_mm_srli_epi16(load16(qs), shift), bytes(0x0F));
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(load16(qs + 16), shift), bytes(0x0F));
+    if constexpr (Q5) {  // bit j of qh[l] → bit 4
+      const __m128i mask = bytes(1 << j);
+      lo = _mm_or_si128(lo, _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(load16(blk + 16), mask), mask), bytes(0x10)));
+      hi = _mm_or_si128(hi, _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(load16(blk + 32), mask), mask), bytes(0x10)));
+    }
+    widen_scaled(lo, hi, st.sc[j], w);
+  }
+  static __m128 finish(const SbState& st, __m128i isum, const int16_t* bs, float dx, __m128 acc) {
+    acc = scale_add(acc, isum, st.d * dx);
+    return _mm_sub_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(bsum_dot(st.c_lo, st.c_hi, bs)), _mm_set1_ps(st.dmin * dx)));
+  }
+};
+
+struct Q6Tile {
+  static constexpr int kBytes = qb::kBytesQ6K;
+  static void prepare(const uint8_t* blk, SbState& st, const F16& f16) {
+    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
+    st.c_lo = _mm_slli_epi16(lo_s16(s8), 5);
+    st.c_hi = _mm_slli_epi16(hi_s16(s8), 5);
+    st.d = f16(blk + 208);
+  }
+  // Elements 32j … 32j + 31 = 128h + 32s + l (h = j / 4, s = j % 4): see Q6_K above; l < 16 is
+  // sub-block 8h + 2s, l ≥ 16 sub-block 8h + 2s + 1.
+  static void chunk(const uint8_t* blk, const SbState&, int j, __m128i* w) {
+    const int h = j >> 2, s = j & 3;
+    const uint8_t* ql = blk + 64 * h + (s & 1 ? 32 : 0);
+    const uint8_t* qh = blk + 128 + 32 * h;
+    const int nshift = s & 2 ? 4 : 0, hshift = 2 * s;
+    const __m128i lo = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(load16(ql), nshift), bytes(0x0F)),
+                                    _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(load16(qh), hshift), bytes(0x03)), 4));
+    const __m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(load16(ql + 16), nshift), bytes(0x0F)),
+                                    _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(load16(qh + 16), hshift), bytes(0x03)), 4));
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192) + 8 * h + 2 * s;
+    const __m128i s_lo = _mm_set1_epi16(int16_t(sc[0])), s_hi = _mm_set1_epi16(int16_t(sc[1]));
+    w[0] = _mm_mullo_epi16(lo_u16(lo), s_lo);
+    w[1] = _mm_mullo_epi16(hi_u16(lo), s_lo);
+    w[2] = _mm_mullo_epi16(lo_u16(hi), s_hi);
+    w[3] = _mm_mullo_epi16(hi_u16(hi), s_hi);
+  }
+  static __m128 finish(const SbState& st, __m128i isum, const int16_t* bs, float dx, __m128 acc) {
+    return scale_add(acc, _mm_sub_epi32(isum, bsum_dot(st.c_lo, st.c_hi, bs)), st.d * dx);
+  }
+};
+
+template <class T>
+void tile_sb(const uint8_t* w, const ActRow& a, size_t a_stride, int nb, float* out, size_t out_stride) {
+  constexpr int NT = kTileTokens;
+  const F16 f16;
+  __m128 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm_setzero_ps();
+  const auto* q0 = reinterpret_cast<const uint8_t*>(a.q);
+  const auto* d0 = reinterpret_cast<const uint8_t*>(a.d);
+  const auto* b0 = reinterpret_cast<const uint8_t*>(a.bsums);
+  for (int b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + size_t(b) * T::kBytes;
+    SbState st;
+    T::prepare(blk, st, f16);
+    __m128i isum[NT];
+    for (int t = 0; t < NT; ++t) isum[t] = _mm_setzero_si128();
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
+    for (int j = 0; j < 8; ++j) {
+      __m128i wv[4];
+      T::chunk(blk, st, j, wv);
+      for (int t = 0; t < NT; ++t) {
+        const auto* xv = reinterpret_cast<const __m128i*>(reinterpret_cast<const int16_t*>(q0 + t * a_stride) + 256 * b + 32 * j);
+        const __m128i s01 = _mm_add_epi32(_mm_madd_epi16(wv[0], _mm_load_si128(xv)), _mm_madd_epi16(wv[1], _mm_load_si128(xv + 1)));
+        const __m128i s23 = _mm_add_epi32(_mm_madd_epi16(wv[2], _mm_load_si128(xv + 2)), _mm_madd_epi16(wv[3], _mm_load_si128(xv + 3)));
+        isum[t] = _mm_add_epi32(isum[t], _mm_add_epi32(s01, s23));
+      }
+    }
+    for (int t = 0; t < NT; ++t) {
+      const int16_t* bs = reinterpret_cast<const int16_t*>(b0 + t * a_stride) + 16 * b;
+      acc[t] = T::finish(st, isum[t], bs, reinterpret_cast<const float*>(d0 + t * a_stride)[b], acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t * out_stride] = lanes_sum(acc[t]);
+}
+
 template <class T, int R>
 void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* out) {
   const F16 f16;
@@ -242,6 +361,15 @@ RowsDot pick(int R) {
 }
 
 }  // namespace
+
+TileDot tile_dot_superblock(DType t) {
+  switch (t) {
+    case DType::Q4_K: return &tile_sb<K45Tile<false>>;
+    case DType::Q5_K: return &tile_sb<K45Tile<true>>;
+    case DType::Q6_K: return &tile_sb<Q6Tile>;
+    default: return nullptr;
+  }
+}
 
 RowsDot rows_dot_superblock(DType t, int R) {
   switch (t) {

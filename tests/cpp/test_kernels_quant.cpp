@@ -3,7 +3,7 @@
 //     (tests/fixtures/llamacpp/make_quant_fixtures.py);
 //   * our quantizers (q8_0, q4_0, q5_0, q4_K) write the bytes llama.cpp's quantizer writes;
 //   * matmul_q (decode and prefill, every type) equals the scalar model of its integer arithmetic
-//     (ref::matmul_q) to float rounding, on awkward sizes;
+//     (ref::matmul_q) to float rounding, on awkward sizes; prefill's tiles give decode's bits;
 //   * that integer model is f32 math on the dequantized weights up to the error of quantizing x,
 //     whose size matches the uniform-rounding prediction (a wrong element order, scale or offset
 //     would give errors of the size of y itself);
@@ -203,6 +203,34 @@ TEST_CASE("matmul_q over row blocks and many rows equals the scalar model", "[ke
       k::matmul_q(t, x.data(), w.data() + rb * 100, nullptr, yb.data(), n, kk, 100);
       for (int i = 0; i < n; ++i)
         for (int j = 0; j < 100; ++j) REQUIRE(std::fabs(yb[size_t(i) * 100 + j] - yr[size_t(i) * m + 100 + j]) <= tol[size_t(i) * m + 100 + j]);
+    }
+  }
+}
+
+TEST_CASE("prefill (tiles of W rows x tokens) gives the bits of one token at a time, every type", "[kernels][quant]") {
+  // matmul_q with n > 1 walks tiles of one W row × 8 tokens (q8_0, q4_0, q5_0, iq4_nl, q4_K, q5_K,
+  // q6_K) and the leftover tokens by pairs of rows; decode (n = 1) walks pairs of rows only. Every
+  // output must be bitwise the decode result: n not a multiple of the tile, m odd, several cache
+  // blocks of W rows (k = 1024, m = 301), a zero row of x, with and without bias.
+  for (DType t : kBlockTypes) {
+    const int be = attnlens::dtype_block_elems(t);
+    for (const auto& [kk, m] : {std::pair{be, 5}, std::pair{3 * be, 9}, std::pair{1024, 301}}) {
+      const auto w = random_blocks(t, m, kk, uint32_t(kk + m));
+      const auto bias = randn(m, 5);
+      for (int n : {2, 5, 8, 13, 17}) {
+        auto x = randn(size_t(n) * kk, uint32_t(3000 + n + kk));
+        if (n > 4) std::fill(x.begin() + 4 * kk, x.begin() + 5 * kk, 0.f);
+        for (const float* b : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
+          std::vector<float> y(size_t(n) * m), y1(m);
+          k::matmul_q(t, x.data(), w.data(), b, y.data(), n, kk, m);
+          INFO(attnlens::dtype_name(t) << " n=" << n << " k=" << kk << " m=" << m << " bias=" << (b != nullptr));
+          for (int i = 0; i < n; ++i) {
+            k::matmul_q(t, x.data() + size_t(i) * kk, w.data(), b, y1.data(), 1, kk, m);
+            INFO("token " << i);
+            REQUIRE(std::memcmp(y.data() + size_t(i) * m, y1.data(), sizeof(float) * m) == 0);
+          }
+        }
+      }
     }
   }
 }
