@@ -19,8 +19,7 @@ void TopK::compute(const float* row_logits, int n_rows, int vocab, int top) {
   for (int r = 0; r < rows; ++r) {
     const float* x = row_logits + size_t(r) * vocab;
     int* id = ids.data() + size_t(r) * k;
-    kernels::top_k(x, vocab, k, id);
-    const float lse = kernels::log_sum_exp(x, vocab, x[id[0]]);  // the top entry is the maximum
+    const float lse = kernels::top_k_log_sum_exp(x, vocab, k, id);
     for (int j = 0; j < k; ++j) {
       const float l = x[id[j]];
       logits[size_t(r) * k + j] = l;

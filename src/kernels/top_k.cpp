@@ -47,15 +47,16 @@ inline float threshold(const float* x, const int* heap) {
 // A lower bound of the k-th largest value, in one vector pass: G = ⌈k/W⌉ vectors of running maxima,
 // vector i of x going to accumulator i mod G, hold G·W ≥ k maxima of disjoint sets of entries, so at
 // least k entries are ≥ the k-th largest of them. −∞ when that does not pay (short rows, large k, NaN).
-float kth_lower_bound(const float* x, int n, int k) {
+// *mx (when given and a bound is returned) = the maximum of x[0..n).
+float kth_lower_bound(const float* x, int n, int k, float* mx = nullptr) {
   constexpr float kNone = -std::numeric_limits<float>::infinity();
   constexpr int kMaxGroups = 8;
   const int groups = (k + W - 1) / W;
   if (groups > kMaxGroups || n < 4 * groups * W) return kNone;
   Vec acc[kMaxGroups];
   for (int g = 0; g < groups; ++g) acc[g] = Vec(kNone);
-  int g = 0;
-  for (int i = 0; i + W <= n; i += W) {
+  int g = 0, i = 0;
+  for (; i + W <= n; i += W) {
     acc[g] = xsimd::max(acc[g], load(x + i));
     if (++g == groups) g = 0;
   }
@@ -64,15 +65,19 @@ float kth_lower_bound(const float* x, int n, int k) {
   const int count = groups * W;
   for (int j = 0; j < count; ++j)
     if (std::isnan(m[j])) return kNone;
+  if (mx) {
+    float best = m[0];
+    for (int j = 1; j < count; ++j) best = m[j] > best ? m[j] : best;
+    for (; i < n; ++i) best = x[i] > best ? x[i] : best;  // (a NaN anywhere makes the sum NaN, as in log_sum_exp)
+    *mx = best;
+  }
   std::nth_element(m, m + (k - 1), m + count, [](float a, float b) { return a > b; });
   return m[k - 1];
 }
 
-}  // namespace
-
-void top_k(const float* x, int n, int k, int* idx) noexcept {
-  if (k <= 0 || n <= 0) return;
-  if (k > n) k = n;
+// top_k's selection. With sum (the row's maximum mx known), it also adds up exp(x_i − mx) over the
+// whole row in the same pass.
+void select_top_k(const float* x, int n, int k, int* idx, float bound, float mx, float* sum) {
   for (int i = 0; i < k; ++i) idx[i] = i;
   for (int i = k / 2 - 1; i >= 0; --i) sift_down(x, idx, k, i);
   // A later entry enters only by ranking strictly before the root (ties go to the lower index,
@@ -85,13 +90,17 @@ void top_k(const float* x, int n, int k, int* idx) noexcept {
   };
   // Entries below `bound` cannot be among the k largest: with it, few lanes are ever looked at, even
   // while the heap still holds the row's first (arbitrary) entries.
-  const float bound = kth_lower_bound(x, n, k);
-  const Vec vb(bound);
+  const Vec vb(bound), vmx(mx);
+  Vec s0(0.f);
+  float s = 0.f;
+  if (sum)
+    for (int j = 0; j < k; ++j) s += std::exp(x[j] - mx);
   int i = k;
   Vec vt(threshold(x, idx));
   alignas(64) float above[W];
   for (; i + W <= n; i += W) {
     const Vec v = load(x + i);
+    if (sum) s0 += xsimd::exp(v - vmx);
     const auto candidate = (v > vt) && (v >= vb);
     if (!xsimd::any(candidate)) continue;
     xsimd::select(candidate, Vec(1.f), Vec(0.f)).store_aligned(above);  // only those lanes
@@ -99,9 +108,35 @@ void top_k(const float* x, int n, int k, int* idx) noexcept {
       if (above[r] != 0.f) offer(i + r);
     vt = Vec(threshold(x, idx));
   }
-  for (; i < n; ++i)
+  for (; i < n; ++i) {
+    if (sum) s += std::exp(x[i] - mx);
     if (!(x[i] < bound)) offer(i);
+  }
   std::sort(idx, idx + k, [x](int a, int b) { return ranks_before(x, a, b); });
+  if (sum) *sum = s + simd::sum(s0);
+}
+
+}  // namespace
+
+void top_k(const float* x, int n, int k, int* idx) noexcept {
+  if (k <= 0 || n <= 0) return;
+  if (k > n) k = n;
+  select_top_k(x, n, k, idx, kth_lower_bound(x, n, k), 0.f, nullptr);
+}
+
+float top_k_log_sum_exp(const float* x, int n, int k, int* idx) noexcept {
+  if (n <= 0) return -std::numeric_limits<float>::infinity();
+  if (k > n) k = n;
+  float mx = 0.f;
+  const float bound = k > 0 ? kth_lower_bound(x, n, k, &mx) : -std::numeric_limits<float>::infinity();
+  // No bound (short row, large k, NaN), or an infinite or NaN maximum: the two kernels one after the other.
+  if (bound == -std::numeric_limits<float>::infinity() || !std::isfinite(mx)) {
+    top_k(x, n, k, idx);
+    return k > 0 ? log_sum_exp(x, n, x[idx[0]]) : log_sum_exp(x, n);
+  }
+  float s = 0.f;
+  select_top_k(x, n, k, idx, bound, mx, &s);
+  return mx + std::log(s);
 }
 
 float log_sum_exp(const float* x, int n) noexcept {
@@ -156,6 +191,11 @@ float log_sum_exp(const float* x, int n) noexcept {
   double s = 0;
   for (int i = 0; i < n; ++i) s += std::exp(double(x[i]) - mx);
   return float(mx + std::log(s));
+}
+
+float top_k_log_sum_exp(const float* x, int n, int k, int* idx) noexcept {
+  if (k > 0 && n > 0) top_k(x, n, k, idx);
+  return log_sum_exp(x, n);
 }
 
 }  // namespace ref

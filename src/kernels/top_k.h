@@ -18,9 +18,15 @@ float log_sum_exp(const float* x, int n) noexcept;
 // The same when the maximum mx of x[0..n) is known already (e.g. the first entry of top_k): one pass.
 float log_sum_exp(const float* x, int n, float mx) noexcept;
 
+// Both of one row (a prediction's ids and probabilities): idx as top_k, returns log_sum_exp(x, n), in
+// two passes over x instead of three — the bounding pass of top_k also finds the maximum, and the
+// sum of exponentials runs in top_k's selection pass.
+float top_k_log_sum_exp(const float* x, int n, int k, int* idx) noexcept;
+
 namespace ref {
 void top_k(const float* x, int n, int k, int* idx) noexcept;
 float log_sum_exp(const float* x, int n) noexcept;
+float top_k_log_sum_exp(const float* x, int n, int k, int* idx) noexcept;
 }  // namespace ref
 
 }  // namespace attnlens::kernels

@@ -78,3 +78,35 @@ TEST_CASE("log_sum_exp equals a float64 sum and its reference", "[kernels][top_k
   CHECK(k::log_sum_exp(big.data(), 2) == Approx(1000.0 + std::log(2.0)));
   CHECK(std::isinf(k::log_sum_exp(nullptr, 0)));
 }
+
+TEST_CASE("top_k_log_sum_exp equals top_k and log_sum_exp (and its reference)", "[kernels][top_k]") {
+  for (int n : {1, 3, 5, 17, 64, 257, 2048, 32000}) {
+    for (int kk : {1, 5, 10, 40, n}) {
+      if (kk > n) continue;
+      auto x = randn(size_t(n), uint32_t(n * 7 + kk), 4.f);
+      if (n > 40) x[size_t(n) - 1] = 30.f;  // the maximum in the scalar tail
+      INFO("n = " << n << ", k = " << kk);
+      double m = *std::max_element(x.begin(), x.end()), s = 0;
+      for (float v : x) s += std::exp(double(v) - m);
+      const double want = m + std::log(s);
+      std::vector<int> idx(size_t(kk), -1), ref_idx(size_t(kk), -1);
+      const float got = k::top_k_log_sum_exp(x.data(), n, kk, idx.data());
+      CHECK(idx == sorted_top(x, kk));
+      CHECK(std::fabs(got - want) <= 1e-5 * std::max(1.0, std::fabs(want)));
+      if (size_t(n) * kk <= 3000000) {
+        const float r = k::ref::top_k_log_sum_exp(x.data(), n, kk, ref_idx.data());
+        CHECK(ref_idx == idx);
+        CHECK(std::fabs(r - want) <= 1e-5 * std::max(1.0, std::fabs(want)));
+      }
+    }
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x(100, 0.f);
+  x[70] = inf;  // +∞ dominates: log Σ = +∞, and it ranks first
+  std::vector<int> idx(3);
+  CHECK(k::top_k_log_sum_exp(x.data(), 100, 3, idx.data()) == inf);
+  CHECK(idx == std::vector<int>{70, 0, 1});
+  x[70] = std::numeric_limits<float>::quiet_NaN();  // a NaN: never chosen, the sum is NaN
+  CHECK(std::isnan(k::top_k_log_sum_exp(x.data(), 100, 3, idx.data())));
+  CHECK(idx == std::vector<int>{0, 1, 2});
+}
