@@ -100,7 +100,7 @@ void select_top_k(const float* x, int n, int k, int* idx, float bound, float mx,
   alignas(64) float above[W];
   for (; i + W <= n; i += W) {
     const Vec v = load(x + i);
-    if (sum) s0 += xsimd::exp(v - vmx);
+    if (sum) s0 += simd::exp(v - vmx);
     const auto candidate = (v > vt) && (v >= vb);
     if (!xsimd::any(candidate)) continue;
     xsimd::select(candidate, Vec(1.f), Vec(0.f)).store_aligned(above);  // only those lanes
@@ -159,10 +159,10 @@ float log_sum_exp(const float* x, int n, float mx) noexcept {
   const Vec vmx(mx);
   Vec s0(0.f), s1(0.f);
   for (i = 0; i + 2 * W <= n; i += 2 * W) {
-    s0 += xsimd::exp(load(x + i) - vmx);
-    s1 += xsimd::exp(load(x + i + W) - vmx);
+    s0 += simd::exp(load(x + i) - vmx);
+    s1 += simd::exp(load(x + i + W) - vmx);
   }
-  for (; i + W <= n; i += W) s0 += xsimd::exp(load(x + i) - vmx);
+  for (; i + W <= n; i += W) s0 += simd::exp(load(x + i) - vmx);
   float s = simd::sum(s0 + s1);
   for (; i < n; ++i) s += std::exp(x[i] - mx);
   return mx + std::log(s);

@@ -46,7 +46,7 @@ void softmax(float* x, int n) noexcept {
   const Vec vmx(mx);
   Vec vs(0.f);
   for (i = 0; i + W <= n; i += W) {
-    Vec e = xsimd::exp(load(x + i) - vmx);
+    Vec e = simd::exp(load(x + i) - vmx);
     store(x + i, e);
     vs += e;
   }
@@ -149,7 +149,7 @@ void gelu_erf(float* x, int n) noexcept {
 
 void silu(float* x, int n) noexcept {
   const Vec one(1.f);
-  map_inplace(x, n, [&](Vec v) { return v / (one + xsimd::exp(-v)); });
+  map_inplace(x, n, [&](Vec v) { return v / (one + simd::exp(-v)); });
 }
 
 void relu(float* x, int n) noexcept {
@@ -162,7 +162,7 @@ void swiglu(float* gate, const float* up, int n) noexcept {
   int i = 0;
   for (; i + W <= n; i += W) {
     Vec g = load(gate + i);
-    store(gate + i, g / (one + xsimd::exp(-g)) * load(up + i));
+    store(gate + i, g / (one + simd::exp(-g)) * load(up + i));
   }
   for (; i < n; ++i) gate[i] = gate[i] / (1.f + std::exp(-gate[i])) * up[i];
 }

@@ -6,6 +6,9 @@
 #include <numeric>
 #include <vector>
 
+#include <cstring>
+
+#include "kernels/simd.h"
 #include "kernels/top_k.h"
 #include "test_util.h"
 
@@ -109,4 +112,33 @@ TEST_CASE("top_k_log_sum_exp equals top_k and log_sum_exp (and its reference)", 
   x[70] = std::numeric_limits<float>::quiet_NaN();  // a NaN: never chosen, the sum is NaN
   CHECK(std::isnan(k::top_k_log_sum_exp(x.data(), 100, 3, idx.data())));
   CHECK(idx == std::vector<int>{0, 1, 2});
+}
+
+TEST_CASE("simd::exp is xsimd::exp bit for bit (in wasm without its lane-by-lane int conversion)", "[kernels][exp]") {
+  namespace simd = attnlens::kernels::simd;
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {0.f, -0.f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-40f, -1e-40f,
+                          1e30f, -1e30f, 88.3762626647949f, 88.38f, -87.3365447504019f, -87.34f, -103.f, -104.f};
+  for (float v = -130.f; v <= 130.f; v += 0.0137f) x.push_back(v);
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 0x00812345u) {  // every exponent, both signs
+    const uint32_t b = uint32_t(bits);
+    float v;
+    std::memcpy(&v, &b, 4);
+    x.push_back(v);
+  }
+  while (x.size() % simd::W) x.push_back(1.f);
+  size_t differ = 0;
+  for (size_t i = 0; i < x.size(); i += simd::W) {
+    alignas(64) float a[simd::W], b[simd::W];
+    simd::exp(simd::load(&x[i])).store_aligned(a);
+    xsimd::exp(simd::load(&x[i])).store_aligned(b);
+    for (int j = 0; j < simd::W; ++j) {
+      const bool same = std::isnan(a[j]) ? std::isnan(b[j]) : std::memcmp(&a[j], &b[j], 4) == 0;
+      if (!same && differ++ < 5) FAIL_CHECK("exp(" << x[i + size_t(j)] << "): " << a[j] << " vs xsimd " << b[j]);
+    }
+    for (int j = 0; j < simd::W; ++j)  // and close to the true value where it is a normal float
+      if (std::isfinite(x[i + size_t(j)]) && std::fabs(x[i + size_t(j)]) < 80.f)
+        CHECK(std::fabs(a[j] / std::exp(double(x[i + size_t(j)])) - 1) < 1e-6);
+  }
+  CHECK(differ == 0);
 }
