@@ -76,25 +76,27 @@ void linear(const Linear& l, const float* x, int n, float* y) {
     const DecodePart part{&l, y, split, 0};
     return decode_parts(&part, 1, split.tasks, x);
   }
-  // The kernels write rows of `count` outputs: each block goes to its own part of a scratch buffer
-  // ([rows][count] at rows·first), then its columns are placed in y. At most 1 Mi floats of scratch:
-  // x is taken in chunks of rows (the output projection's 32000 columns: 32 rows at a time).
-  const int chunk = std::max(1, std::min(n, (1 << 20) / out));
+  // The kernels write rows of `count` outputs. Each task owns one block of W's rows and passes every
+  // row of x over it, a chunk of rows at a time into its thread's part of a scratch buffer
+  // ([rows][count]), whose columns then go to y: W is read once per chunk of up to kSlotFloats /
+  // count rows (196 rows of a 32000-column output projection split 24 ways), not once per chunk of
+  // the whole output's width. Chunks depend on n and W only, never on the threads (same results).
+  constexpr int kSlotFloats = 1 << 18;  // 1 MiB of scratch per thread
+  const int chunks = (n + std::max(1, kSlotFloats / split.rows) - 1) / std::max(1, kSlotFloats / split.rows);
+  const int chunk = (n + chunks - 1) / chunks;  // balanced chunks
   // per call, not kept per thread: a high-water buffer would keep a large model's size for good
-  std::vector<float> scratch(size_t(chunk) * out);
-  float* tmp = scratch.data();
-  for (int i0 = 0; i0 < n; i0 += chunk) {
-    const int rows = std::min(chunk, n - i0);
-    const float* xc = x + size_t(i0) * l.w.cols;
-    float* yc = y + size_t(i0) * out;
-    parallel::for_each(split.tasks, [&](int t) noexcept {
-      const int first = t * split.rows, count = std::min(split.rows, out - first);
-      float* block = tmp + size_t(rows) * first;
-      linear_rows(l, first, count, xc, rows, block);
+  std::vector<float> scratch(size_t(parallel::slots()) * chunk * split.rows);
+  const int in = l.w.cols;
+  parallel::for_each_slot(split.tasks, [&](int t, int slot) noexcept {
+    const int first = t * split.rows, count = std::min(split.rows, out - first);
+    float* block = scratch.data() + size_t(slot) * chunk * split.rows;
+    for (int i0 = 0; i0 < n; i0 += chunk) {
+      const int rows = std::min(chunk, n - i0);
+      linear_rows(l, first, count, x + size_t(i0) * in, rows, block);
       for (int i = 0; i < rows; ++i)
-        std::memcpy(yc + size_t(i) * out + first, block + size_t(i) * count, sizeof(float) * count);
-    });
-  }
+        std::memcpy(y + size_t(i0 + i) * out + first, block + size_t(i) * count, sizeof(float) * count);
+    }
+  });
 }
 
 void linears(std::initializer_list<LinearOutput> outputs, const float* x, int n) {
