@@ -77,6 +77,41 @@ const float* run(const models::Model& m, models::Session& s, const Input& in, bo
   return nullptr;
 }
 
+// The logit lens. After the last layer it is the output itself (a.logits); every other layer's
+// residual stream [n][d_model] goes through the final norm and the unembedding (Model::unembed) as
+// rows of ONE product over the layers — (L−1)·n rows against the [vocab][d_model] unembedding, which
+// nn::linear then reads once per chunk of a few hundred rows rather than once per layer — and each
+// row's top-k is taken from the block just made. The full [layer][n][vocab] logits are kept only when asked
+// (then unembedded straight into them); otherwise a block holds as many layers as fit in
+// kBlockFloats (at least one).
+void logit_lens(const models::Model& m, models::Session& s, const Interventions& iv, const AnalyzeOptions& o,
+                Analysis& a) {
+  constexpr size_t kBlockFloats = size_t(4) << 20;  // 16 MiB of logits
+  const int L = a.layers, n = a.n, V = a.vocab, d = a.d_model;
+  const size_t layer_logits = size_t(n) * V;
+  a.lens.resize(size_t(L));
+  if (o.lens_logits) a.lens_logits.resize(size_t(L) * layer_logits);
+  const int per_block = o.lens_logits ? std::max(1, L - 1)
+                                      : int(std::clamp<size_t>(kBlockFloats / layer_logits, 1, size_t(std::max(1, L - 1))));
+  std::vector<float> x, block;
+  if (!o.lens_logits && L > 1) block.resize(size_t(std::min(per_block, L - 1)) * layer_logits);
+  for (int l0 = 0; l0 + 1 < L; l0 += per_block) {
+    const int count = std::min(per_block, L - 1 - l0);
+    x.resize(size_t(count) * n * d);  // the residual streams of layers l0 … l0 + count − 1, [layer][n][d_model]
+    for (int l = l0; l < l0 + count; ++l) {
+      const auto* rows = iv.captured(a.stack, l, HookPoint::ResidualPost);
+      AL_CHECK(rows && rows->size() == size_t(n) * d, "logit lens: layer ", l, " was not captured");
+      std::copy(rows->begin(), rows->end(), x.begin() + long(size_t(l - l0) * n * d));
+    }
+    float* out = o.lens_logits ? a.lens_logits.data() + size_t(l0) * layer_logits : block.data();
+    m.unembed(s, x.data(), count * n, out);
+    if (o.lens_top_k > 0)
+      for (int l = l0; l < l0 + count; ++l) a.lens[size_t(l)].compute(out + size_t(l - l0) * layer_logits, n, V, o.lens_top_k);
+  }
+  if (o.lens_top_k > 0) a.lens[size_t(L - 1)].compute(a.logits, n, V, o.lens_top_k);
+  if (o.lens_logits) std::copy(a.logits, a.logits + layer_logits, a.lens_logits.begin() + long(size_t(L - 1) * layer_logits));
+}
+
 }  // namespace
 
 Analysis analyze(const models::Model& m, models::Session& s, const Input& in, const AnalyzeOptions& o,
@@ -118,24 +153,7 @@ Analysis analyze(const models::Model& m, models::Session& s, const Input& in, co
     }
   }
 
-  if (lens) {
-    a.lens.resize(size_t(a.layers));
-    if (o.lens_logits) a.lens_logits.resize(size_t(a.layers) * a.n * a.vocab);
-    std::vector<float> logits(size_t(a.n) * a.vocab);
-    for (int l = 0; l < a.layers; ++l) {
-      const float* layer_logits = a.logits;  // after the last layer: the output itself
-      if (l + 1 < a.layers) {
-        const auto* rows = iv.captured(a.stack, l, HookPoint::ResidualPost);
-        AL_CHECK(rows && rows->size() == size_t(a.n) * a.d_model, "logit lens: layer ", l, " was not captured");
-        m.unembed(s, rows->data(), a.n, logits.data());
-        layer_logits = logits.data();
-      }
-      if (o.lens_top_k > 0) a.lens[size_t(l)].compute(layer_logits, a.n, a.vocab, o.lens_top_k);
-      if (o.lens_logits)
-        std::copy(layer_logits, layer_logits + size_t(a.n) * a.vocab,
-                  a.lens_logits.begin() + long(size_t(l) * a.n * a.vocab));
-    }
-  }
+  if (lens) logit_lens(m, s, iv, o, a);
 
   if (o.heads) a.heads = score_heads(*recorder, a.stack, a.stack == AttentionKind::Encoder && m.kind() == ModelKind::EncoderDecoder ? in.source : in.tokens);
   if (o.rollout) a.rollout = attention_rollout(*recorder, a.stack, a.n);
