@@ -10,11 +10,16 @@
 //   today    (--baseline REF) decode tokens/s of bench_models built from REF (e.g. the commit before
 //            the toolkit) beside this tree's, alternately in one run, natively (target: ≤ 2% apart)
 //
-//   node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF]
+//   compare  (--compare DIR) the same rows from another build's bench_interp (DIR/bench_interp and
+//            DIR/bench_interp.js + .wasm, e.g. copies from another tree's build dirs) beside this
+//            tree's, the two alternated (--repeat times, order swapped each time), the load average
+//            printed with each run
+//
+//   node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF] [--compare DIR [--repeat N]]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { checkpoint } from './models.mjs';
@@ -24,15 +29,17 @@ const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
 const log = (...m) => process.stderr.write(m.join(' ') + '\n');
 
 function parseArgs(argv) {
-  const a = { quick: false, build: true, platforms: ['native', 'wasm'], baseline: null };
+  const a = { quick: false, build: true, platforms: ['native', 'wasm'], baseline: null, compare: null, repeat: 1 };
   for (let i = 0; i < argv.length; i++) {
     const x = argv[i];
     if (x === '--quick') a.quick = true;
     else if (x === '--no-build') a.build = false;
     else if (x === '--platforms') a.platforms = argv[++i].split(',');
     else if (x === '--baseline') a.baseline = argv[++i];
+    else if (x === '--compare') a.compare = argv[++i];
+    else if (x === '--repeat') a.repeat = Math.max(1, parseInt(argv[++i], 10) || 1);
     else if (x === '--help' || x === '-h') {
-      console.log('node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF]');
+      console.log('node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF] [--compare DIR [--repeat N]]');
       process.exit(0);
     } else {
       console.error(`bench/interp.mjs: unknown option ${x}`);
@@ -103,24 +110,34 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   const { bin } = await binaries(args);
   const rows = [];
+  const builds = [{ name: 'this tree', bin }];
+  if (args.compare) {
+    const dir = resolve(args.compare);
+    builds.push({ name: dir, bin: { native: join(dir, 'bench_interp'), wasm: join(dir, 'bench_interp.js') } });
+  }
   for (const m of models()) {
     for (const platform of args.platforms) {
-      // Emscripten's Node glue must not see fetch (TOOLCHAIN.md §1).
-      const exe = platform === 'native' ? [bin.native] : [process.execPath, '--no-experimental-fetch', bin.wasm];
-      const flags = [...m.files, '--label', m.label, '--rounds', args.quick ? '5' : '15', '--steps', '128', '--n', '64', '--k', '10'];
-      log(`[bench] bench_interp ${platform} ${m.label}`);
-      const out = runJson(exe[0], [...exe.slice(1), ...flags]);
-      const get = (group, variant) => out.find((x) => x.group === group && x.variant === variant);
-      rows.push([
-        m.label, platform,
-        get('decode', 'off').tok_s.toFixed(0),
-        pct(1 / get('decode', 'noop-hooks').ratio),  // time per token, relative
-        pct(1 / get('decode', 'top-k').ratio),
-        get('forward', 'forward').ms.toFixed(2),
-        `${get('forward', 'top-k').ratio.toFixed(2)}×`,
-        `${get('forward', 'lens').ratio.toFixed(2)}×`,
-        `${get('forward', 'lens-full').ratio.toFixed(2)}×`,
-      ]);
+      for (let rep = 0; rep < args.repeat; rep++) {
+        for (const b of rep % 2 ? [...builds].reverse() : builds) {
+          // Emscripten's Node glue must not see fetch (TOOLCHAIN.md §1).
+          const exe = platform === 'native' ? [b.bin.native] : [process.execPath, '--no-experimental-fetch', b.bin.wasm];
+          const flags = [...m.files, '--label', m.label, '--rounds', args.quick ? '5' : '15', '--steps', '128', '--n', '64', '--k', '10'];
+          const load = loadavg().map((x) => x.toFixed(1)).join(' ');
+          log(`[bench] bench_interp ${platform} ${m.label}${builds.length > 1 ? ` (${b.name})` : ''}, load average ${load}`);
+          const out = runJson(exe[0], [...exe.slice(1), ...flags]);
+          const get = (group, variant) => out.find((x) => x.group === group && x.variant === variant);
+          rows.push([
+            m.label, builds.length > 1 ? `${platform}, ${b.name} (load ${load})` : platform,
+            get('decode', 'off').tok_s.toFixed(0),
+            pct(1 / get('decode', 'noop-hooks').ratio),  // time per token, relative
+            pct(1 / get('decode', 'top-k').ratio),
+            get('forward', 'forward').ms.toFixed(2),
+            `${get('forward', 'top-k').ratio.toFixed(2)}×`,
+            `${get('forward', 'lens').ratio.toFixed(2)}×`,
+            `${get('forward', 'lens-full').ratio.toFixed(2)}×`,
+          ]);
+        }
+      }
     }
   }
   console.log('\nInterpretability toolkit cost (CPU time of this process, medians; ratios measured side by side in one run)\n');
