@@ -100,10 +100,20 @@ void layernorm(const float* x, const float* gamma, const float* beta, float* y, 
   for (; i < n; ++i) y[i] = (x[i] - mean) * inv * gamma[i] + (beta ? beta[i] : 0.f);
 }
 
+// The mean square as llama.cpp's CPU backend forms it: each square rounded to f32, the squares added in
+// f64 in order, the mean rounded to f32. A sum in f32 lanes is off by a few ulps, and that moves every
+// normalized value by an ulp — enough, in quantized models, to round some activation on the other side
+// of an 8-bit step from llama.cpp (README "How exact"); the f64 sum of f32 squares is exact to far below
+// f32 precision in any order, so this matches llama.cpp's builds bit for bit given the same x. n scalar
+// f64 adds per row cost nothing beside the matrix products.
 void rmsnorm(const float* x, const float* gamma, float* y, int n, float eps) noexcept {
-  float sum, sumsq;
-  sum_and_sumsq(x, n, sum, sumsq);
-  const float inv = 1.f / std::sqrt(sumsq / n + eps);
+  double sumsq = 0;
+  for (int i = 0; i < n; ++i) {
+    const float sq = x[i] * x[i];
+    sumsq += sq;
+  }
+  const float mean = float(sumsq / n);
+  const float inv = 1.f / std::sqrt(mean + eps);
   const Vec vinv(inv);
   int i = 0;
   for (; i + W <= n; i += W) store(y + i, load(gamma + i) * (load(x + i) * vinv));
