@@ -140,3 +140,92 @@ TEST_CASE("llama.cpp-quantized GGUF files: logits match llama.cpp's on the same 
     }
   }
 }
+
+// Deeper models: the rule above ("≥ 80% of positions within 1e-4 × range") holds for 1 layer, where a
+// float-order rounding flip is rare. An 8-layer file (tests/fixtures/llamacpp/make_deep_fixture.py:
+// dim 256, q6_K by llama.cpp's quantizer, 64 positions) with the logits of THREE llama.cpp CPU builds
+// (its default for this machine, AVX-512; haswell = AVX2; sse42): the same integer block sums in
+// three float summation orders. Measured: all three builds and we agree to ~1e-6 at positions 0–10;
+// at position 11 the AVX-512 build rounds one activation (x·scale = −44.4999886, 3 ulps from −44.5)
+// the other way from the AVX2 and SSE4.2 builds and from us, and every later position then differs
+// by 0.05–0.26; at position 30 our own summation order puts one value (−49.5000267, 7 ulps from
+// −49.5) across a step the AVX2 and SSE4.2 builds do not. Flipping either single rounding in our
+// engine (a debugging patch, in the native build) makes that position equal the build in question to
+// 2e-6. Wasm / native: 30 / 29 of 64 positions within 1e-4 × range of some llama.cpp build, max
+// 0.22·D both; llama.cpp's builds differ from each other by S = 0.24·D. So for deep files the rule is:
+//   * where llama.cpp's builds agree with each other (every position before the first where they
+//     part), our logits are within 1e-4 × range of theirs;
+//   * everywhere |ours − llama.cpp (default build)| ≤ max(0.25·D, S), S = max |llama.cpp(other
+//     build) − llama.cpp(default build)|: we differ from llama.cpp no more than it differs from itself;
+//   * top-1 equal to the default build's wherever its top-2 margin exceeds that tolerance.
+TEST_CASE("an 8-layer llama.cpp-quantized file: we agree with llama.cpp as its own CPU builds agree with each other",
+          "[runtime][parity][llamacpp]") {
+  const auto dpath = [](const std::string& f) { return testutil::fixture_path("llamacpp/deep/" + f); };
+  const auto man = nlohmann::json::parse(testutil::read_text(dpath("manifest.json")));
+  const std::vector<int> ids = man.at("ids").get<std::vector<int>>();
+  const int T = int(ids.size()), V = man.at("vocab");
+  REQUIRE(T >= 32);
+  const auto f32 = testutil::read_f32(dpath(man.at("f32_logits")));
+  const double exact_tol = 1e-4 * double(man.at("logit_range"));
+  REQUIRE(!man.at("files").empty());
+  for (const auto& [ftype, info] : man.at("files").items()) {
+    const auto want = testutil::read_f32(dpath(info.at("logits")));
+    REQUIRE(want.size() == size_t(T) * V);
+    REQUIRE(f32.size() == want.size());
+    double drift = 0;
+    for (size_t i = 0; i < want.size(); ++i) drift = std::max(drift, std::fabs(double(want[i]) - f32[i]));
+    // llama.cpp against itself: each other CPU build vs the default one.
+    std::vector<std::vector<float>> builds{want};
+    double S = 0;
+    for (const auto& [variant, b] : info.at("llamacpp_builds").items()) {
+      builds.push_back(testutil::read_f32(dpath(b.at("logits"))));
+      REQUIRE(builds.back().size() == want.size());
+      for (size_t i = 0; i < want.size(); ++i) S = std::max(S, std::fabs(double(builds.back()[i]) - want[i]));
+    }
+    REQUIRE(builds.size() >= 3);
+    // The fixture is one where llama.cpp's builds do disagree (else it shows nothing); where they start to.
+    REQUIRE(S > exact_tol);
+    int parted = 0;
+    for (bool same = true; same && parted < T; parted += same) {
+      const size_t o = size_t(parted) * V;
+      for (size_t b = 1; b < builds.size(); ++b) same = same && compare_row(&builds[b][o], &want[o], V, exact_tol).max <= exact_tol;
+    }
+    const double tol = std::max(0.25 * drift, S);
+
+    auto f = std::make_shared<runtime::File>();
+    f->name = info.at("gguf");
+    f->bytes = testutil::read_bytes(dpath(info.at("gguf")));
+    auto m = runtime::load_model({f});
+    REQUIRE(m->model().info().vocab_size == V);
+    const auto runs = run_three_ways(m->model(), ids);
+    const char* names[] = {"prefill", "step", "chunked"};
+    for (int r = 0; r < 3; ++r) {
+      const float* ours = runs[size_t(r)].data();
+      double max = 0;
+      int near_some_build = 0, top1_checked = 0, top1_bad = 0, off_before_parted = 0;
+      for (int t = 0; t < T; ++t) {
+        const size_t o = size_t(t) * V;
+        const Row row = compare_row(ours + o, &want[o], V, tol);
+        max = std::max(max, row.max);
+        top1_checked += row.top1_checked;
+        top1_bad += !row.top1_ok;
+        bool near = false;
+        for (const auto& b : builds) near = near || compare_row(ours + o, &b[o], V, exact_tol).max <= exact_tol;
+        near_some_build += near;
+        off_before_parted += t < parted && row.max > exact_tol;
+      }
+      INFO("deep-" << ftype << " " << names[r] << ": |ours - llama.cpp| max " << max << "; llama.cpp's drift from f32 D "
+                   << drift << "; llama.cpp's builds differ from each other by S " << S << "; tolerance " << tol
+                   << "; positions within 1e-4 x range of some llama.cpp build: " << near_some_build << " of " << T
+                   << "; llama.cpp's builds part at position " << parted);
+      CHECK(max <= tol);
+      CHECK(off_before_parted == 0);
+      CHECK(top1_bad == 0);
+      if (r == 1)
+        WARN("deep-" << ftype << ": |ours - llama.cpp| max " << max << " = " << max / drift << " D; llama.cpp's own builds "
+                     << "differ by S = " << S << " = " << S / drift << " D; within 1e-4 x range of some llama.cpp build at "
+                     << near_some_build << " of " << T << " positions (its builds part at position " << parted << "); top-1 equal at " << top1_checked - top1_bad << " of "
+                     << top1_checked);
+    }
+  }
+}
