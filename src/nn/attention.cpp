@@ -78,6 +78,7 @@ void scaled_dot_product_attention(const AttentionInput& in, const AttentionShape
            "attention: bad score scale ", shape.scale, " or soft-cap ", shape.softcap);
   const int hd = shape.head_dim;
   const int group = shape.n_heads / shape.n_kv_heads;
+  const size_t head_stride = in.kv_head_stride ? in.kv_head_stride : size_t(hd);
   const float scale = shape.score_scale();
 
   // Work split over threads (core/parallel.h): a task is one head's block of up to kQueryBlock
@@ -100,7 +101,7 @@ void scaled_dot_product_attention(const AttentionInput& in, const AttentionShape
       // Score straight into the caller's weights row when recording: no extra copy.
       float* p = record ? out.weights + (size_t(h) * n + i) * m : rows + row * size_t(slot);
       float* o = out.out + size_t(i) * out.out_stride + h * hd;
-      const float* kh = in.k + size_t(r.first) * in.kv_stride + g * hd;  // key r.first of kv head g
+      const float* kh = in.k + size_t(r.first) * in.kv_stride + g * head_stride;  // key r.first of kv head g
       kernels::attention_scores(in.q + size_t(i) * in.q_stride + h * hd, kh, size_t(in.kv_stride), hd, count, scale,
                                 p + r.first);
       if (shape.softcap > 0.f) kernels::softcap(p + r.first, count, shape.softcap);
@@ -115,7 +116,7 @@ void scaled_dot_product_attention(const AttentionInput& in, const AttentionShape
         continue;
       }
       kernels::softmax(p + r.first, count);
-      kernels::attention_values(p + r.first, in.v + size_t(r.first) * in.kv_stride + g * hd, size_t(in.kv_stride), hd,
+      kernels::attention_values(p + r.first, in.v + size_t(r.first) * in.kv_stride + g * head_stride, size_t(in.kv_stride), hd,
                                 count, o);
     }
   });

@@ -8,6 +8,7 @@
 // head h reads key/value head h / (n_heads / n_kv_heads). The inner loops (scores of one query,
 // weighted sum of the values) are kernels::attention_scores / attention_values.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "nn/positions.h"
@@ -45,8 +46,10 @@ struct AttentionMask {
   const PositionBias* position_bias = nullptr;
 };
 
-// The operands: q [n][q_stride], head h at q + h·head_dim; k, v [m][kv_stride], kv head g at
-// k + g·head_dim.
+// The operands: q [n][q_stride], head h at q + h·head_dim; k, v: key j of kv head g at
+// k + g·kv_head_stride + j·kv_stride. kv_head_stride 0 means head_dim: rows [m][kv_stride] holding
+// every head side by side; the KV cache passes its per-head layout instead ([kv head][pos][head_dim],
+// kv_stride = head_dim), whose rows of one head are contiguous (nn/kv_cache.h).
 struct AttentionInput {
   const float* q = nullptr;
   int q_stride = 0;
@@ -55,6 +58,7 @@ struct AttentionInput {
   int kv_stride = 0;
   int n = 0;  // queries
   int m = 0;  // keys
+  size_t kv_head_stride = 0;
 };
 
 // Where the results go: out [n][out_stride], head h written at out + h·head_dim (the "concat" of

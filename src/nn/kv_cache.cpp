@@ -13,7 +13,7 @@ constexpr int kFirstPositions = 64;  // the first reserve() allocates at least t
 }
 
 KVCache::KVCache(int n_layers, int n_kv_heads, int head_dim, int capacity)
-    : n_layers_(n_layers), kv_dim_(0), capacity_(capacity) {
+    : n_layers_(n_layers), n_kv_heads_(n_kv_heads), head_dim_(head_dim), kv_dim_(0), capacity_(capacity) {
   AL_CHECK(n_layers > 0 && n_kv_heads > 0 && head_dim > 0 && capacity > 0, "KV cache: bad shape (layers ", n_layers,
            ", kv heads ", n_kv_heads, ", head dim ", head_dim, ", capacity ", capacity, ")");
   AL_CHECK(n_layers <= limits::kMaxLayers && capacity <= limits::kMaxContext, "KV cache: ", n_layers, " layers × ",
@@ -46,16 +46,29 @@ void KVCache::reserve(int n) {
     k[size_t(l)] = alloc_floats(layer_bytes / sizeof(float));
     v[size_t(l)] = alloc_floats(layer_bytes / sizeof(float));
   }
-  const size_t filled = size_t(length_) * size_t(kv_dim_) * sizeof(float);
-  for (int l = 0; l < n_layers_; ++l) {
-    if (filled) {
-      std::memcpy(k[size_t(l)].get(), k_[size_t(l)].get(), filled);
-      std::memcpy(v[size_t(l)].get(), v_[size_t(l)].get(), filled);
+  // Each head's filled rows move to the start of its block in the bigger buffers.
+  const size_t filled = size_t(length_) * size_t(head_dim_), old_stride = head_stride(),
+               new_stride = size_t(grown) * size_t(head_dim_);
+  for (int l = 0; l < n_layers_ && filled; ++l)
+    for (int h = 0; h < n_kv_heads_; ++h) {
+      std::memcpy(k[size_t(l)].get() + h * new_stride, k_[size_t(l)].get() + h * old_stride, filled * sizeof(float));
+      std::memcpy(v[size_t(l)].get() + h * new_stride, v_[size_t(l)].get() + h * old_stride, filled * sizeof(float));
     }
-  }
   k_ = std::move(k);
   v_ = std::move(v);
   allocated_ = grown;
+}
+
+void KVCache::store(int layer, int pos0, int n, const float* k, const float* v) {
+  AL_CHECK(layer >= 0 && layer < n_layers_ && pos0 >= 0 && n >= 0 && int64_t(pos0) + n <= allocated_,
+           "KV cache: cannot store positions ", pos0, "..", int64_t(pos0) + n - 1, " of layer ", layer, " (",
+           allocated_, " positions allocated, ", n_layers_, " layers)");
+  for (int i = 0; i < n; ++i)
+    for (int h = 0; h < n_kv_heads_; ++h) {
+      const size_t from = size_t(i) * kv_dim_ + size_t(h) * head_dim_;
+      std::memcpy(key(layer, h, pos0 + i), k + from, head_dim_ * sizeof(float));
+      std::memcpy(value(layer, h, pos0 + i), v + from, head_dim_ * sizeof(float));
+    }
 }
 
 void KVCache::advance(int n) {
@@ -71,11 +84,12 @@ void KVCache::copy_from(const KVCache& other) {
            other.length_, " positions into one of ", n_layers_, " × ", kv_dim_, " × ", capacity_);
   length_ = 0;
   reserve(other.length_);
-  const size_t row = size_t(other.length_) * kv_dim_ * sizeof(float);
-  for (int l = 0; l < n_layers_ && row; ++l) {
-    std::memcpy(key(l, 0), other.key(l, 0), row);
-    std::memcpy(value(l, 0), other.value(l, 0), row);
-  }
+  const size_t rows = size_t(other.length_) * head_dim_ * sizeof(float);  // one head's filled rows
+  for (int l = 0; l < n_layers_ && rows; ++l)
+    for (int h = 0; h < n_kv_heads_; ++h) {
+      std::memcpy(key(l, h, 0), other.key(l, h, 0), rows);
+      std::memcpy(value(l, h, 0), other.value(l, h, 0), rows);
+    }
   length_ = other.length_;
 }
 

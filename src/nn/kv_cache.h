@@ -18,17 +18,29 @@ class KVCache {
  public:
   KVCache(int n_layers, int n_kv_heads, int head_dim, int capacity);
 
-  // Rows of kv_dim = n_kv_heads·head_dim floats: K and V of position `pos` in `layer`; the rows of
-  // one layer are contiguous ([pos][kv_dim]). Valid for pos < allocated(), until the next reserve().
-  float* key(int layer, int pos) { return k_[size_t(layer)].get() + offset(pos); }
-  float* value(int layer, int pos) { return v_[size_t(layer)].get() + offset(pos); }
-  const float* key(int layer, int pos) const { return k_[size_t(layer)].get() + offset(pos); }
-  const float* value(int layer, int pos) const { return v_[size_t(layer)].get() + offset(pos); }
+  // Layout, per layer: [kv head][allocated][head_dim], so that the keys (values) of one head are
+  // contiguous rows of head_dim floats. Decoding one query reads every cached key of each head; with
+  // the heads side by side in rows of kv_dim floats ([pos][kv_dim]) each head's scan touched a
+  // head_dim slice of every row, kv_dim·4 bytes apart (bench/attention.mjs --only context: decode
+  // at long positions, 1 and 2 threads). Pointers are valid until the next reserve() that grows.
+  //
+  // head_dim floats: the key (value) of kv head `head` at position `pos` of `layer`.
+  float* key(int layer, int head, int pos) { return k_[size_t(layer)].get() + offset(head, pos); }
+  float* value(int layer, int head, int pos) { return v_[size_t(layer)].get() + offset(head, pos); }
+  const float* key(int layer, int head, int pos) const { return k_[size_t(layer)].get() + offset(head, pos); }
+  const float* value(int layer, int head, int pos) const { return v_[size_t(layer)].get() + offset(head, pos); }
+  // Floats from one kv head's rows to the next head's (the AttentionInput::kv_head_stride of the cache).
+  size_t head_stride() const { return size_t(allocated_) * size_t(head_dim_); }
+  // Copies n rows of keys and values, k and v [n][kv_dim] (every head side by side, as the projections
+  // give them), into positions pos0 … pos0+n−1 of `layer` (< allocated()).
+  void store(int layer, int pos0, int n, const float* k, const float* v);
 
   int length() const { return length_; }        // positions filled so far
   int capacity() const { return capacity_; }    // positions it may hold
   int allocated() const { return allocated_; }  // positions with memory now (length ≤ allocated ≤ capacity)
   int kv_dim() const { return kv_dim_; }
+  int n_kv_heads() const { return n_kv_heads_; }
+  int head_dim() const { return head_dim_; }
   int n_layers() const { return n_layers_; }
   // Throws attnlens::Error unless n more positions fit in the capacity.
   void check_room(int n) const;
@@ -48,9 +60,9 @@ class KVCache {
   uint64_t capacity_bytes() const { return 2 * uint64_t(n_layers_) * uint64_t(capacity_) * uint64_t(kv_dim_) * sizeof(float); }
 
  private:
-  size_t offset(int pos) const { return size_t(pos) * size_t(kv_dim_); }
-  int n_layers_, kv_dim_, capacity_, allocated_ = 0, length_ = 0;
-  std::vector<FloatBuffer> k_, v_;  // per layer: [allocated][kv_dim]
+  size_t offset(int head, int pos) const { return size_t(head) * head_stride() + size_t(pos) * size_t(head_dim_); }
+  int n_layers_, n_kv_heads_, head_dim_, kv_dim_, capacity_, allocated_ = 0, length_ = 0;
+  std::vector<FloatBuffer> k_, v_;  // per layer: [n_kv_heads][allocated][head_dim]
 };
 
 }  // namespace attnlens::nn

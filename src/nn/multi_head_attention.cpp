@@ -69,19 +69,17 @@ void self_attention(const MultiHeadAttention& a, const float* x, const Pass& pas
   ArenaScope scope(arena);
   const int qd = a.q_dim(), kd = a.kv_dim();
   float* q = arena.alloc(size_t(n) * qd);
-  float* k;
-  float* v;
+  float* k = arena.alloc(size_t(n) * kd);
+  float* v = arena.alloc(size_t(n) * kd);
   if (cache) {
-    AL_CHECK(cache->kv_dim() == kd, "self-attention: KV cache rows have ", cache->kv_dim(), " values, expected ", kd);
+    AL_CHECK(cache->kv_dim() == kd && cache->head_dim() == a.shape.head_dim, "self-attention: KV cache rows have ",
+             cache->n_kv_heads(), " heads × ", cache->head_dim(), " values, expected ", a.shape.n_kv_heads, " × ",
+             a.shape.head_dim);
     AL_CHECK(pos0 == cache->length(), "self-attention: tokens start at position ", pos0, " but the cache holds ",
              cache->length());
     cache->reserve(n);  // grows the cache if the model did not reserve these positions already
-    k = cache->key(pass.layer, pos0);  // new rows go straight into the cache
-    v = cache->value(pass.layer, pos0);
   } else {
     AL_CHECK(pos0 == 0, "self-attention without a cache must start at position 0, got ", pos0);
-    k = arena.alloc(size_t(n) * kd);
-    v = arena.alloc(size_t(n) * kd);
   }
   project_qkv(a, x, n, q, k, v, arena);
   if (a.q_norm.gamma) norm_heads(a.q_norm, q, n, a.shape.n_heads, arena);
@@ -93,8 +91,16 @@ void self_attention(const MultiHeadAttention& a, const float* x, const Pass& pas
     }
   }
   const int m = pos0 + n;  // keys: the cached prefix and the new tokens
-  const float* keys = cache ? cache->key(pass.layer, 0) : k;
-  const float* values = cache ? cache->value(pass.layer, 0) : v;
+  // Without a cache the keys are k's rows [n][kd]; with one, the cache's per-head rows (nn/kv_cache.h),
+  // which the new positions join.
+  AttentionInput in{q, qd, k, v, kd, n, m};
+  if (cache) {
+    cache->store(pass.layer, pos0, n, k, v);
+    in.k = cache->key(pass.layer, 0, 0);
+    in.v = cache->value(pass.layer, 0, 0);
+    in.kv_stride = a.shape.head_dim;
+    in.kv_head_stride = cache->head_stride();
+  }
 
   AttentionMask mask;
   mask.causal = opt.causal;
@@ -108,8 +114,7 @@ void self_attention(const MultiHeadAttention& a, const float* x, const Pass& pas
   if (opt.batch == 1) {
     mask.window = opt.window;
     mask.key_padding = opt.key_padding;
-    scaled_dot_product_attention({q, qd, keys, values, kd, n, m}, a.shape, mask,
-                                 {heads, qd, capture.weights, capture.head_mask});
+    scaled_dot_product_attention(in, a.shape, mask, {heads, qd, capture.weights, capture.head_mask});
   } else {  // independent sequences of len rows: one attention each, over their own rows only
     AL_CHECK(!cache && opt.batch > 0 && n % opt.batch == 0 && !opt.bias && opt.window == 0, "self-attention: a batch of ",
              opt.batch, " sequences needs n (", n, ") divisible by it, no cache, no explicit bias and no window");
@@ -118,7 +123,7 @@ void self_attention(const MultiHeadAttention& a, const float* x, const Pass& pas
       const size_t row = size_t(b) * len;
       mask.key_padding = opt.key_padding ? opt.key_padding + row : nullptr;
       float* w = capture.weights ? capture.weights + size_t(b) * a.shape.n_heads * len * len : nullptr;
-      scaled_dot_product_attention({q + row * qd, qd, keys + row * kd, values + row * kd, kd, len, len}, a.shape, mask,
+      scaled_dot_product_attention({q + row * qd, qd, k + row * kd, v + row * kd, kd, len, len}, a.shape, mask,
                                    {heads + row * qd, qd, w, capture.head_mask});
     }
   }

@@ -1,6 +1,7 @@
 // The seeds' worked examples recomputed exactly, properties of attention, the KV cache, bad input.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -270,6 +271,55 @@ TEST_CASE("KV cache: prefill equals token-by-token decode, outputs and weights",
   CHECK(cache_b.length() == n);
 }
 
+TEST_CASE("attention over the KV cache's per-head rows gives the bits of the same attention over rows", "[nn]") {
+  // The cache keeps each kv head's keys and values as contiguous rows (kv_head_stride); the same
+  // numbers laid out [pos][kv_dim] must give identical outputs and weights: only the strides differ.
+  const int heads = 6, kv_heads = 3, hd = 8, kd = kv_heads * hd, m = 37;
+  const auto k = randn(size_t(m) * kd, 51), v = randn(size_t(m) * kd, 52), q = randn(size_t(3) * heads * hd, 53);
+  std::vector<float> kh(k.size()), vh(v.size());  // [kv head][pos][hd]
+  for (int j = 0; j < m; ++j)
+    for (int g = 0; g < kv_heads; ++g)
+      for (int d = 0; d < hd; ++d) {
+        kh[(size_t(g) * m + j) * hd + d] = k[size_t(j) * kd + g * hd + d];
+        vh[(size_t(g) * m + j) * hd + d] = v[size_t(j) * kd + g * hd + d];
+      }
+  for (int n : {1, 3})
+    for (int window : {0, 5}) {
+      AttentionMask mask;
+      mask.causal = true;
+      mask.q_pos0 = m - n;
+      mask.window = window;
+      const AttentionShape shape{heads, kv_heads, hd};
+      std::vector<float> oa(size_t(n) * heads * hd), ob(oa.size()), wa(size_t(heads) * n * m, -1.f), wb(wa);
+      scaled_dot_product_attention({q.data(), heads * hd, k.data(), v.data(), kd, n, m}, shape, mask,
+                                   {oa.data(), heads * hd, wa.data(), nullptr});
+      AttentionInput in{q.data(), heads * hd, kh.data(), vh.data(), hd, n, m};
+      in.kv_head_stride = size_t(m) * hd;
+      scaled_dot_product_attention(in, shape, mask, {ob.data(), heads * hd, wb.data(), nullptr});
+      INFO("n " << n << " window " << window);
+      CHECK(std::memcmp(oa.data(), ob.data(), oa.size() * sizeof(float)) == 0);
+      CHECK(std::memcmp(wa.data(), wb.data(), wa.size() * sizeof(float)) == 0);
+    }
+}
+
+TEST_CASE("self-attention through the KV cache gives the bits of the same prefill without a cache", "[nn]") {
+  std::vector<std::vector<float>> store;
+  const int d = 32, n = 19, heads = 4, kv_heads = 2;
+  const MultiHeadAttention a = random_mha(store, d, heads, kv_heads, 61);
+  Rope rope(RopeStyle::Adjacent, d / heads);
+  SelfAttentionOptions opt;
+  opt.causal = true;
+  opt.rope = &rope;
+  Arena arena;
+  const auto x = randn(size_t(n) * d, 62);
+  std::vector<float> ya(size_t(n) * d), yb(ya.size()), wa(size_t(heads) * n * n), wb(wa.size());
+  self_attention(a, x.data(), Pass{n, 0, nullptr, 0}, opt, {wa.data()}, ya.data(), arena);
+  KVCache cache(1, kv_heads, d / heads, 64);
+  self_attention(a, x.data(), Pass{n, 0, &cache, 0}, opt, {wb.data()}, yb.data(), arena);
+  CHECK(std::memcmp(ya.data(), yb.data(), ya.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(wa.data(), wb.data(), wa.size() * sizeof(float)) == 0);
+}
+
 TEST_CASE("batched self-attention equals each padded sequence alone; padded keys get exactly 0", "[nn]") {
   std::vector<std::vector<float>> store;
   const int d = 12, heads = 3, len = 5, batch = 3;
@@ -394,12 +444,16 @@ TEST_CASE("KV cache reports its size and refuses to overflow", "[nn]") {
 TEST_CASE("KV cache grows with use and keeps the rows it holds", "[nn]") {
   KVCache cache(3, 2, 4, 1000);
   const int kv = cache.kv_dim();
-  auto fill = [&](int pos) {
-    for (int l = 0; l < 3; ++l)
+  REQUIRE(kv == 8);
+  auto fill = [&](int pos) {  // through store(): rows [1][kv_dim], heads side by side
+    for (int l = 0; l < 3; ++l) {
+      float k[8], v[8];
       for (int i = 0; i < kv; ++i) {
-        cache.key(l, pos)[i] = float(l * 100000 + pos * 10 + i);
-        cache.value(l, pos)[i] = -float(l * 100000 + pos * 10 + i);
+        k[i] = float(l * 100000 + pos * 10 + i);
+        v[i] = -float(l * 100000 + pos * 10 + i);
       }
+      cache.store(l, pos, 1, k, v);
+    }
   };
   int grows = 0, last = 0;
   for (int pos = 0; pos < 1000; ++pos) {
@@ -414,10 +468,20 @@ TEST_CASE("KV cache grows with use and keeps the rows it holds", "[nn]") {
   CHECK(grows <= 6);                  // 64, 128, 256, 512, 1000: doubling, not one position at a time
   for (int l = 0; l < 3; ++l)
     for (int pos = 0; pos < 1000; ++pos)
-      for (int i = 0; i < kv; ++i) {
-        REQUIRE(cache.key(l, pos)[i] == float(l * 100000 + pos * 10 + i));
-        REQUIRE(cache.value(l, pos)[i] == -float(l * 100000 + pos * 10 + i));
+      for (int i = 0; i < kv; ++i) {  // head i / 4, element i % 4; one head's positions are contiguous rows
+        REQUIRE(cache.key(l, i / 4, pos)[i % 4] == float(l * 100000 + pos * 10 + i));
+        REQUIRE(cache.value(l, i / 4, pos)[i % 4] == -float(l * 100000 + pos * 10 + i));
+        REQUIRE(cache.key(l, i / 4, 0) + size_t(pos) * 4 == cache.key(l, i / 4, pos));
       }
+  CHECK(cache.key(0, 1, 0) == cache.key(0, 0, 0) + cache.head_stride());
+  CHECK_THROWS_WITH(cache.store(0, 999, 2, nullptr, nullptr), Catch::Contains("cannot store"));
+  KVCache copy(3, 2, 4, 1000);  // copy_from keeps every head's rows
+  copy.copy_from(cache);
+  REQUIRE(copy.length() == 1000);
+  for (int l = 0; l < 3; ++l)
+    for (int h = 0; h < 2; ++h)
+      for (int pos = 0; pos < 1000; pos += 37)
+        for (int d = 0; d < 4; ++d) REQUIRE(copy.value(l, h, pos)[d] == cache.value(l, h, pos)[d]);
 }
 
 TEST_CASE("KV cache sizes are checked in 64 bits: a long context costs nothing until used", "[nn]") {
