@@ -60,9 +60,6 @@ void KVCache::reserve(int n) {
 }
 
 void KVCache::store(int layer, int pos0, int n, const float* k, const float* v) {
-  AL_CHECK(layer >= 0 && layer < n_layers_ && pos0 >= 0 && n >= 0 && int64_t(pos0) + n <= allocated_,
-           "KV cache: cannot store positions ", pos0, "..", int64_t(pos0) + n - 1, " of layer ", layer, " (",
-           allocated_, " positions allocated, ", n_layers_, " layers)");
   for (int i = 0; i < n; ++i)
     for (int h = 0; h < n_kv_heads_; ++h) {
       const size_t from = size_t(i) * kv_dim_ + size_t(h) * head_dim_;

@@ -32,7 +32,7 @@ class KVCache {
   // Floats from one kv head's rows to the next head's (the AttentionInput::kv_head_stride of the cache).
   size_t head_stride() const { return size_t(allocated_) * size_t(head_dim_); }
   // Copies n rows of keys and values, k and v [n][kv_dim] (every head side by side, as the projections
-  // give them), into positions pos0 … pos0+n−1 of `layer` (< allocated()).
+  // give them), into positions pos0 … pos0+n−1 of `layer`; the caller has reserve()d them (no check here).
   void store(int layer, int pos0, int n, const float* k, const float* v);
 
   int length() const { return length_; }        // positions filled so far

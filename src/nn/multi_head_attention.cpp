@@ -73,8 +73,7 @@ void self_attention(const MultiHeadAttention& a, const float* x, const Pass& pas
   float* v = arena.alloc(size_t(n) * kd);
   if (cache) {
     AL_CHECK(cache->kv_dim() == kd && cache->head_dim() == a.shape.head_dim, "self-attention: KV cache rows have ",
-             cache->n_kv_heads(), " heads × ", cache->head_dim(), " values, expected ", a.shape.n_kv_heads, " × ",
-             a.shape.head_dim);
+             cache->kv_dim(), " values, expected ", kd, " (heads of ", a.shape.head_dim, ")");
     AL_CHECK(pos0 == cache->length(), "self-attention: tokens start at position ", pos0, " but the cache holds ",
              cache->length());
     cache->reserve(n);  // grows the cache if the model did not reserve these positions already
