@@ -8,7 +8,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { after, before, describe, test } from 'node:test';
 import {
-  browserUnavailable, launchBrowser, observeLongTasks, screenshot, startServer, traceMainThreadTasks, wasmUnavailable,
+  browserUnavailable,
+  closeDemo,
+  observeLongTasks,
+  openDemo,
+  screenshot,
+  traceMainThreadTasks,
+  wasmUnavailable,
 } from './helpers.mjs';
 import { checkBertviz, checkCircuitsvis } from '../js/fixtures/interop-formats.mjs';
 
@@ -23,17 +29,10 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
   let page;
 
   before(async () => {
-    server = await startServer({ port: 0 });
-    browser = await launchBrowser({ viewport: { width: 1280, height: 900 } });
-    page = browser.page;
-    await page.goto(`${server.url}/web/demo/?model=kjv-gpt2`);
-    await page.waitForFunction(() => window.attnlens?.state.model, null, { timeout: 60_000 });
+    ({ server, browser, page } = await openDemo({ query: '?model=kjv-gpt2', viewport: { width: 1280, height: 900 } }));
   });
 
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeDemo({ server, browser }));
 
   async function generateOnPage({ prompt, maxNewTokens, seed = 1, temperature = 0 }) {
     await page.fill('#prompt', prompt);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { browserUnavailable, launchBrowser, repoRoot, screenshot, startServer, wasmUnavailable } from './helpers.mjs';
+import { browserUnavailable, closeDemo, demoMessage, openDemo, repoRoot, screenshot, wasmUnavailable } from './helpers.mjs';
 
 const FIXTURES = join(repoRoot, 'tests', 'fixtures', 'archs');
 const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(FIXTURES) ? false : 'tests/fixtures/archs is missing');
@@ -36,19 +36,12 @@ describe('attention explorer: a dropped GGUF of every architecture', { skip, tim
   let page;
 
   before(async () => {
-    server = await startServer({ port: 0 });
-    browser = await launchBrowser({ viewport: { width: 1280, height: 800 } });
-    page = browser.page;
-    await page.goto(`${server.url}/web/demo/`);
-    await page.waitForFunction(() => window.attnlens?.state.model, null, { timeout: 60_000 });
+    ({ server, browser, page } = await openDemo({ query: '', viewport: { width: 1280, height: 800 } }));
   });
 
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeDemo({ server, browser }));
 
-  const message = (sel) => page.$eval(sel, (e) => (e.hidden ? '' : e.querySelector('.message-text')?.textContent ?? ''));
+  const message = (sel) => demoMessage(page, sel);
 
   // Drops `file`, generates, and checks every layer's attention rows.
   async function dropAndExplore(file, { architecture, layers, heads, windows, dtype, shot }) {

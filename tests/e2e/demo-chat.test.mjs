@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadModel } from '../../web/src/index.mjs';
-import { browserUnavailable, launchBrowser, repoRoot, screenshot, startServer, wasmUnavailable } from './helpers.mjs';
+import { browserUnavailable, closeDemo, demoMessage, openDemo, repoRoot, screenshot, wasmUnavailable } from './helpers.mjs';
 
 const GGUF = join(repoRoot, 'tests/fixtures/chat/tiny-chat.gguf');
 const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(GGUF) ? false : 'tests/fixtures/chat/tiny-chat.gguf is missing');
@@ -22,20 +22,15 @@ describe('attention explorer: chat mode', { skip, timeout: 300_000 }, () => {
 
   before(async () => {
     reference = await loadModel(GGUF);  // the API in Node: what the page must show
-    server = await startServer({ port: 0 });
-    browser = await launchBrowser({ viewport: { width: 1280, height: 900 } });
-    page = browser.page;
-    await page.goto(`${server.url}/web/demo/`);
-    await page.waitForFunction(() => window.attnlens?.state.model, null, { timeout: 60_000 });
+    ({ server, browser, page } = await openDemo({ query: '', viewport: { width: 1280, height: 900 } }));
   });
 
   after(async () => {
     await reference?.dispose();
-    await browser?.close();
-    await server?.close();
+    await closeDemo({ server, browser });
   });
 
-  const message = (sel) => page.$eval(sel, (e) => (e.hidden ? '' : e.querySelector('.message-text')?.textContent ?? ''));
+  const message = (sel) => demoMessage(page, sel);
   const finished = () => page.waitForFunction(() => ['done', 'stopped', 'error'].includes(document.querySelector('#stats').dataset.status), null, { timeout: 120_000 });
 
   test('the built-in model (no template) has no chat mode', async () => {

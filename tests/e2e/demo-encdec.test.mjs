@@ -11,7 +11,7 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { browserUnavailable, launchBrowser, repoRoot, screenshot, startServer, wasmUnavailable } from './helpers.mjs';
+import { browserUnavailable, closeDemo, openDemo, repoRoot, screenshot, wasmUnavailable } from './helpers.mjs';
 
 const skip = (await browserUnavailable()) ?? wasmUnavailable() ??
   (existsSync(join(repoRoot, 'tests/fixtures/encdec/marian')) ? false : 'tests/fixtures/encdec is missing');
@@ -22,15 +22,10 @@ describe('attention explorer: encoder–decoders and encoders', { skip, timeout:
   let page;
 
   before(async () => {
-    server = await startServer({ port: 0 });
-    browser = await launchBrowser({ viewport: { width: 1280, height: 900 } });
-    page = browser.page;
+    ({ server, browser, page } = await openDemo({ viewport: { width: 1280, height: 900 } }));
   });
 
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeDemo({ server, browser }));
 
   const message = (sel) => page.$eval(sel, (e) => (e.hidden ? '' : e.querySelector('.message-text')?.textContent ?? e.textContent));
   const open = async (folder) => {

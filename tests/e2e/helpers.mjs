@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { startServer } from '../../tools/serve.mjs';
+
 export { startServer, STRICT_CSP } from '../../tools/serve.mjs';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -133,3 +135,29 @@ export async function traceMainThreadTasks(context, page, fn) {
   for (const list of byThread.values()) if (list.length > tasks.length) tasks = list;
   return { result, tasks: tasks.sort((a, b) => b.wall - a.wall) };
 }
+
+/**
+ * The demo page as its tests drive it: the static server on a free port and a browser; with `query`
+ * (e.g. '' or '?model=kjv-gpt2') the page is opened at /web/demo/ + query and resolves once its
+ * model is loaded. Returns { server, browser, page }; pass it to closeDemo() in after().
+ */
+export async function openDemo({ query = null, viewport, ignoreConsole } = {}) {
+  const server = await startServer({ port: 0 });
+  const browser = await launchBrowser({ viewport, ignoreConsole });
+  const { page } = browser;
+  if (query !== null) {
+    await page.goto(`${server.url}/web/demo/${query}`);
+    await page.waitForFunction(() => window.attnlens?.state.model, null, { timeout: 60_000 });
+  }
+  return { server, browser, page };
+}
+
+/** Closes what openDemo() opened (either may be missing if before() failed). */
+export async function closeDemo({ server, browser } = {}) {
+  await browser?.close();
+  await server?.close();
+}
+
+/** The text of the demo's message box `sel` ('' while it is hidden). */
+export const demoMessage = (page, sel) =>
+  page.$eval(sel, (e) => (e.hidden ? '' : e.querySelector('.message-text')?.textContent ?? ''));
