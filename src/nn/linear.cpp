@@ -82,7 +82,8 @@ void linear(const Linear& l, const float* x, int n, float* y) {
   // count rows (196 rows of a 32000-column output projection split 24 ways), not once per chunk of
   // the whole output's width. Chunks depend on n and W only, never on the threads (same results).
   constexpr int kSlotFloats = 1 << 18;  // 1 MiB of scratch per thread
-  const int chunks = (n + std::max(1, kSlotFloats / split.rows) - 1) / std::max(1, kSlotFloats / split.rows);
+  const int max_chunk = std::max(1, kSlotFloats / split.rows);
+  const int chunks = (n + max_chunk - 1) / max_chunk;
   const int chunk = (n + chunks - 1) / chunks;  // balanced chunks
   // per call, not kept per thread: a high-water buffer would keep a large model's size for good
   std::vector<float> scratch(size_t(parallel::slots()) * chunk * split.rows);
