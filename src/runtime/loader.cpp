@@ -168,12 +168,27 @@ Roles classify(const std::vector<FilePtr>& files) {
   return r;
 }
 
-// The SentencePiece model of the files (Marian's when a vocab.json comes with it); `options` say how
-// the model family's tokenizer class wraps it (T5Tokenizer appends </s>).
-std::unique_ptr<Tokenizer> spm_tokenizer(const Roles& r, const SentencePieceOptions& options = {}) {
+// The SentencePiece model of the files (Marian's when a vocab.json comes with it), read through the
+// tokenizer class of its model family (sentencepiece_family: tokenizer_config.json's
+// tokenizer_class, else config.json's model_type).
+std::unique_ptr<Tokenizer> spm_tokenizer(const Roles& r, const nlohmann::json& config, SpmFamily* family = nullptr) {
   const SentencePieceModelProto m = read_sentencepiece_model(bytes_of(*r.spm));
-  if (!r.vocab_json) return make_sentencepiece_model_tokenizer(m, options);
-  return make_marian_tokenizer(m, parse_json(*r.vocab_json), r.vocab_json->name);
+  if (r.vocab_json) return make_marian_tokenizer(m, parse_json(*r.vocab_json), r.vocab_json->name);
+  const nlohmann::json tc = r.tokenizer_config ? parse_json(*r.tokenizer_config) : nlohmann::json();
+  const SentencePieceOptions o = sentencepiece_family(tc, config, r.tokenizer_config ? r.tokenizer_config->name : "");
+  if (family) *family = o.family;
+  return make_sentencepiece_model_tokenizer(m, o);
+}
+
+// tokenizer_config.json's settings that a SentencePiece model's family applies are not reported as
+// not applied (model.info's notApplied).
+void mark_family_settings(TokenizerConfig& c, SpmFamily f) {
+  if (f == SpmFamily::None) return;
+  std::vector<std::string>& n = c.not_applied;
+  n.erase(std::remove_if(n.begin(), n.end(), [&](const std::string& k) {
+    return k == "tokenizer_class" || (f == SpmFamily::T5 && (k == "extra_ids" || k == "legacy")) ||
+           (f == SpmFamily::Albert && (k == "remove_space" || k == "keep_accents" || k == "do_lower_case"));
+  }), n.end());
 }
 
 // Marian's target tokenizer (transformers' MarianTokenizer in target mode): target.spm segments a
@@ -447,8 +462,9 @@ std::unique_ptr<Tokenizer> load_tokenizer(const File& file, int vocab_size) {
 LoadedTokenizer load_tokenizer_files(const std::vector<FilePtr>& files, int vocab_size) {
   AL_CHECK(!files.empty(), "no tokenizer file given");
   const Roles r = classify(files);
-  AL_CHECK(!r.llama2c && r.safetensors.empty() && !r.index && !r.config, "a tokenizer was asked for, but model files (",
-           r.llama2c ? r.llama2c->name : !r.safetensors.empty() ? r.safetensors[0]->name : r.index ? r.index->name : r.config->name,
+  // (config.json may come along: its model_type picks a SentencePiece model's family)
+  AL_CHECK(!r.llama2c && r.safetensors.empty() && !r.index, "a tokenizer was asked for, but model files (",
+           r.llama2c ? r.llama2c->name : !r.safetensors.empty() ? r.safetensors[0]->name : r.index ? r.index->name : "",
            ") were given: give the tokenizer file and its configuration files");
   const File* main = r.tokenizer_json ? r.tokenizer_json : r.llama_tokenizer_bin ? r.llama_tokenizer_bin
                    : r.spm ? r.spm : r.spm_target ? r.spm_target : r.gguf;
@@ -459,9 +475,12 @@ LoadedTokenizer load_tokenizer_files(const std::vector<FilePtr>& files, int voca
   AL_CHECK(!r.target_vocab_json, r.target_vocab_json ? r.target_vocab_json->name : "",
            ": a target vocabulary belongs to an encoder-decoder model's files (a tokenizer alone reads its input)");
   LoadedTokenizer out;
-  out.tokenizer = main == r.spm ? in_file(r.spm->name, [&] { return spm_tokenizer(r); }) : load_tokenizer(*main, vocab_size);
+  SpmFamily family = SpmFamily::None;
+  out.tokenizer = main == r.spm ? in_file(r.spm->name, [&] { return spm_tokenizer(r, r.config ? parse_json(*r.config) : nlohmann::json(), &family); })
+                                : load_tokenizer(*main, vocab_size);
   if (r.gguf) out.config = read_gguf_tokenizer_config(read_gguf(bytes_of(*r.gguf)).config, r.gguf->name);
   const nlohmann::json tc = read_config_files(r, out.config);
+  mark_family_settings(out.config, family);
   out.flags = apply_config(r, out.config, tc, out.tokenizer.get());
   return out;
 }
@@ -528,18 +547,18 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
   const models::ModelInfo& mi = out->model_->info();
   AL_CHECK(!(r.tokenizer_json && r.spm), "two tokenizers were given: ", r.tokenizer_json ? r.tokenizer_json->name : "", " and ",
            r.spm ? r.spm->name : "", " (give one)");
-  // XLM-R's sentencepiece.bpe.model is read through fairseq's dictionary (transformers'
-  // XLMRobertaTokenizer: <s> <pad> </s> <unk> first, every other piece's id shifted by one, <mask>
-  // last): the model's ids are not the .model's. That mapping is not applied here, so it is refused
-  // rather than feeding the model ids off by one; the folder's tokenizer.json has the model's ids.
-  AL_CHECK(!(r.spm && !r.vocab_json && mi.architecture == "roberta"), r.spm->name,
-           ": a SentencePiece model for a RoBERTa-family model (XLM-R) gives ids that are not the model's (XLM-R shifts ",
-           "them by fairseq's dictionary, which is not applied to .model files): give the folder's tokenizer.json instead");
-  if (r.spm) {
-    SentencePieceOptions so;
-    so.append_eos = mi.architecture == "t5";  // T5, Flan-T5, mT5, UMT5: T5Tokenizer's </s>
-    out->tokenizer_ = in_file(r.spm->name, [&] { return spm_tokenizer(r, so); });
-  }
+  SpmFamily family = SpmFamily::None;
+  if (r.spm)
+    out->tokenizer_ = in_file(r.spm->name, [&] {
+      std::unique_ptr<Tokenizer> t = spm_tokenizer(r, config, &family);
+      // A RoBERTa-family model whose folder does not name XLM-R's tokenizer would read the .model's
+      // own ids, not fairseq's: refused rather than feeding the model ids off by one.
+      AL_CHECK(r.vocab_json || mi.architecture != "roberta" || family == SpmFamily::XlmRoberta, r.spm->name,
+               ": a SentencePiece model for a RoBERTa-family model gives ids that are not the model's unless read as XLM-R's ",
+               "(fairseq's dictionary): give tokenizer_config.json with \"tokenizer_class\": \"XLMRobertaTokenizer\", a config.json ",
+               "with \"model_type\": \"xlm-roberta\", or the folder's tokenizer.json");
+      return t;
+    });
   AL_CHECK(!r.target_vocab_json || r.spm_target, r.target_vocab_json ? r.target_vocab_json->name : "",
            ": target_vocab.json is read with Marian's target.spm, which was not given");
   if (r.spm_target) {
@@ -580,6 +599,7 @@ std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOp
     }
   }
   const nlohmann::json tc = read_config_files(r, out->tokenizer_config_);
+  mark_family_settings(out->tokenizer_config_, family);
   const generate::SpecialTokenFlags special = apply_config(r, out->tokenizer_config_, tc, out->tokenizer_.get());
   in_file(r.config ? r.config->name : "the model's metadata", [&] {
     set_prompt_format(out->model(), out->tokenizer_.get(), config, out->tokenizer_config_, special, out->prompt_);

@@ -31,6 +31,36 @@ tok::SpmPiece kind_of(Type t) {
   }
 }
 
+constexpr const char* kSpace = "\xE2\x96\x81";  // "▁"
+
+tok::SentencePieceNormalizerOptions normalizer_options(const Proto& m) {
+  tok::SentencePieceNormalizerOptions no;  // the schema's defaults when the NormalizerSpec is absent
+  no.charsmap = m.normalizer.precompiled_charsmap;
+  for (const Proto::Piece& p : m.pieces)
+    if (p.type == Type::UserDefined) no.user_defined.push_back(p.piece);
+  no.add_dummy_prefix = m.normalizer.add_dummy_prefix;
+  no.remove_extra_whitespaces = m.normalizer.remove_extra_whitespaces;
+  no.escape_whitespaces = m.normalizer.escape_whitespaces;
+  return no;
+}
+
+tok::SentencePieceDecoderOptions decoder_options(const Proto& m, const std::string& unk_piece) {
+  tok::SentencePieceDecoderOptions dec;
+  dec.unk_piece = unk_piece;
+  dec.unk_surface = m.trainer.unk_surface;
+  dec.byte_pieces = m.trainer.byte_fallback;
+  dec.strip_first_space = m.normalizer.add_dummy_prefix || m.normalizer.remove_extra_whitespaces;
+  dec.strip_leading_spaces = m.normalizer.remove_extra_whitespaces;
+  return dec;
+}
+
+std::vector<tok::SpmPiece> kinds_of(const Proto& m) {
+  std::vector<tok::SpmPiece> kinds;
+  kinds.reserve(m.pieces.size());
+  for (const Proto::Piece& p : m.pieces) kinds.push_back(kind_of(p.type));
+  return kinds;
+}
+
 // The checks sentencepiece's ModelInterface::InitializePieces makes, plus what we do not apply.
 // Returns the UNKNOWN piece's id.
 int check(const Proto& m) {
@@ -176,61 +206,253 @@ class VocabMappedModel final : public tok::Model {
   int unk_;
 };
 
+// ALBERT's preprocess_text (tokenization_albert.py) before sentencepiece's own normalizer.
+class AlbertNormalizer final : public tok::Normalizer {
+ public:
+  AlbertNormalizer(std::unique_ptr<tok::Normalizer> inner, const SentencePieceOptions& o)
+      : inner_(std::move(inner)), remove_space_(o.remove_space), keep_accents_(o.keep_accents), lower_(o.do_lower_case) {}
+  std::string normalize(std::string_view text) const override {
+    std::string s;
+    bool gap = false;
+    for (size_t pos = 0; pos < text.size();) {
+      const unicode::Utf8Step c = unicode::decode_utf8(text, pos);
+      // " ".join(text.split()): Python's str.split() also splits at U+001C..U+001F
+      if (remove_space_ && (unicode::is_white_space(c.cp) || (c.cp >= 0x1C && c.cp <= 0x1F))) {
+        gap = !s.empty();
+      } else {
+        if (gap) s.push_back(' ');
+        gap = false;
+        if ((c.cp == '`' || c.cp == '\'') && pos + 1 < text.size() && text[pos + 1] == char(c.cp)) {
+          s.push_back('"');  // `` and '' -> "
+          pos += 2;
+          continue;
+        }
+        s.append(text.substr(pos, c.len));
+      }
+      pos += c.len;
+    }
+    if (!keep_accents_ || lower_) {
+      const std::string d = keep_accents_ ? s : unicode::normalize(s, unicode::NormalForm::NFKD);
+      s.clear();
+      for (size_t pos = 0; pos < d.size();) {
+        const unicode::Utf8Step c = unicode::decode_utf8(d, pos);
+        if (!keep_accents_ && unicode::combining_class(c.cp) != 0) {  // unicodedata.combining
+        } else if (lower_) {
+          unicode::append_lowercase(s, c.cp);
+        } else {
+          s.append(d, pos, c.len);
+        }
+        pos += c.len;
+      }
+    }
+    return inner_->normalize(s);
+  }
+
+ private:
+  std::unique_ptr<tok::Normalizer> inner_;
+  bool remove_space_, keep_accents_, lower_;
+};
+
+// AlbertTokenizer._tokenize: a piece of two or more characters ending with a digit and "," is
+// encoded again without the "," (and without "▁"; the leading "▁" the result gets is dropped when
+// the piece had none), the "," following as a piece of its own.
+class AlbertModel final : public tok::Model {
+ public:
+  AlbertModel(std::unique_ptr<tok::Model> inner, const Proto& m)
+      : inner_(std::move(inner)), norm_(normalizer_options(m)), comma_(id_or_unk(",")) {}
+  void encode_word(std::string_view word, std::vector<int>& out) const override {
+    const size_t from = out.size();
+    inner_->encode_word(word, out);
+    const std::vector<std::string>& pieces = inner_->pieces();
+    for (size_t i = from; i < out.size(); ++i) {
+      const std::string& p = pieces[size_t(out[i])];
+      if (p.size() < 2 || p.back() != ',' || unicode::category(last_char(p.substr(0, p.size() - 1))) != unicode::Category::Nd)
+        continue;
+      std::string text;
+      for (size_t k = 0; k + 1 < p.size(); ++k)
+        if (p.compare(k, 3, kSpace) == 0) k += 2;
+        else text.push_back(p[k]);
+      std::vector<int> cur;
+      const std::string n = norm_.normalize(text);
+      if (!n.empty()) inner_->encode_word(n, cur);
+      if (p.compare(0, 3, kSpace) != 0 && !cur.empty() && pieces[size_t(cur[0])].compare(0, 3, kSpace) == 0) {
+        const std::string rest = pieces[size_t(cur[0])].substr(3);
+        if (rest.empty()) cur.erase(cur.begin());
+        else cur[0] = id_or_unk(rest);
+      }
+      cur.push_back(comma_);
+      out.erase(out.begin() + long(i));
+      out.insert(out.begin() + long(i), cur.begin(), cur.end());
+      i += cur.size() - 1;
+    }
+  }
+  const std::vector<std::string>& pieces() const override { return inner_->pieces(); }
+  int token_to_id(std::string_view piece) const override { return inner_->token_to_id(piece); }
+  int unk_id() const override { return inner_->unk_id(); }
+  const char* name() const override { return inner_->name(); }
+
+ private:
+  int id_or_unk(std::string_view piece) const {  // sentencepiece's PieceToId
+    const int id = inner_->token_to_id(piece);
+    return id >= 0 ? id : inner_->unk_id();
+  }
+  static char32_t last_char(std::string_view s) {
+    size_t at = s.size() - 1;
+    while (at > 0 && (uint8_t(s[at]) & 0xC0) == 0x80) --at;
+    return unicode::decode_utf8(s, at).cp;
+  }
+  std::unique_ptr<tok::Model> inner_;
+  tok::SentencePieceNormalizer norm_;
+  int comma_;
+};
+
+// T5Tokenizer's _add_eos_if_not_present.
+class EosUnlessLast final : public tok::PostProcessor {
+ public:
+  explicit EosUnlessLast(int eos) : eos_(eos) {}
+  void process(std::vector<int>& ids) const override {
+    if (ids.empty() || ids.back() != eos_) ids.push_back(eos_);
+  }
+  void check_ids(int) const override {}
+  size_t added_count() const override { return 1; }
+
+ private:
+  int eos_;
+};
+
+void add_special(tok::Pipeline& p, int id, std::string content, bool lstrip = false, bool rstrip = false) {
+  if (id < 0) return;
+  tok::AddedToken a;
+  a.id = id;
+  a.content = std::move(content);
+  a.special = true;
+  a.lstrip = lstrip;
+  a.rstrip = rstrip;
+  p.added.push_back(std::move(a));
+}
+
 }  // namespace
+
+SentencePieceOptions sentencepiece_family(const nlohmann::json& tc, const nlohmann::json& config, const std::string& tc_name) {
+  SentencePieceOptions o;
+  const auto text = [](const nlohmann::json& j, const char* key) {
+    return j.is_object() && j.contains(key) && j.at(key).is_string() ? j.at(key).get<std::string>() : std::string();
+  };
+  std::string cls = text(tc, "tokenizer_class");
+  if (cls.size() > 4 && cls.compare(cls.size() - 4, 4, "Fast") == 0) cls.resize(cls.size() - 4);
+  const std::string type = text(config, "model_type");
+  if (!cls.empty()) o.family = cls == "T5Tokenizer" || cls == "MT5Tokenizer" ? SpmFamily::T5
+                             : cls == "XLMRobertaTokenizer"                  ? SpmFamily::XlmRoberta
+                             : cls == "AlbertTokenizer"                      ? SpmFamily::Albert
+                                                                             : SpmFamily::None;
+  else o.family = type == "t5" || type == "mt5" || type == "umt5" ? SpmFamily::T5
+                : type == "xlm-roberta"                           ? SpmFamily::XlmRoberta
+                : type == "albert"                                ? SpmFamily::Albert
+                                                                  : SpmFamily::None;
+  if (!tc.is_object()) return o;
+  const auto flag = [&](const char* key, bool& out) {
+    if (!tc.contains(key) || tc.at(key).is_null()) return;
+    AL_CHECK(tc.at(key).is_boolean(), tc_name, ": ", key, " must be true or false, got ", json_brief(tc.at(key)));
+    out = tc.at(key).get<bool>();
+  };
+  if (o.family == SpmFamily::Albert) {
+    flag("remove_space", o.remove_space);
+    flag("keep_accents", o.keep_accents);
+    flag("do_lower_case", o.do_lower_case);
+  }
+  if (o.family != SpmFamily::T5) return o;
+  bool legacy = true;
+  flag("legacy", legacy);
+  AL_CHECK(legacy, tc_name, ": legacy false (T5Tokenizer's handling of the text after a special token without a ",
+           "dummy prefix) is not applied to .model files");
+  if (tc.contains("extra_ids")) {
+    const nlohmann::json& v = tc.at("extra_ids");
+    AL_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 100000, tc_name,
+             ": extra_ids must be an integer in [0, 100000], got ", json_brief(v));
+    o.extra_ids = v.get<int>();
+  }
+  // T5Tokenizer: the sentinels additional_special_tokens names must be extra_ids many
+  if (tc.contains("additional_special_tokens") && tc.at("additional_special_tokens").is_array()) {
+    int named = 0;
+    for (const nlohmann::json& t : tc.at("additional_special_tokens")) {
+      const std::string s = t.is_string() ? t.get<std::string>() : t.is_object() ? text(t, "content") : std::string();
+      named += s.find("<extra_id_") != std::string::npos;
+    }
+    AL_CHECK(named == 0 || named == o.extra_ids, tc_name, ": additional_special_tokens names ", named,
+             " sentinels (<extra_id_i>) but extra_ids is ", o.extra_ids, " (T5Tokenizer requires them to agree)");
+  }
+  return o;
+}
 
 std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const Proto& m, const SentencePieceOptions& options) {
   const int unk = check(m);
-  std::vector<tok::SpmPiece> kinds;
-  std::vector<std::string> user;
-  kinds.reserve(m.pieces.size());
-  for (const Proto::Piece& p : m.pieces) {
-    kinds.push_back(kind_of(p.type));
-    if (p.type == Type::UserDefined) user.push_back(p.piece);
-  }
-  const Proto::Normalizer& ns = m.normalizer;  // the schema's defaults when absent
+  const std::vector<tok::SpmPiece> kinds = kinds_of(m);
   tok::Pipeline p;
-  tok::SentencePieceNormalizerOptions no;
-  no.charsmap = ns.precompiled_charsmap;
-  no.user_defined = std::move(user);
-  no.add_dummy_prefix = ns.add_dummy_prefix;
-  no.remove_extra_whitespaces = ns.remove_extra_whitespaces;
-  no.escape_whitespaces = ns.escape_whitespaces;
-  p.normalizer = std::make_unique<tok::SentencePieceNormalizer>(std::move(no));
+  const SpmFamily family = options.family;
+  p.normalizer = std::make_unique<tok::SentencePieceNormalizer>(normalizer_options(m));
+  if (family == SpmFamily::Albert) p.normalizer = std::make_unique<AlbertNormalizer>(std::move(p.normalizer), options);
   const bool is_bpe = m.trainer.model_type == Proto::ModelType::Bpe;
   AL_CHECK(!(options.llamacpp_ugm && is_bpe), m.name, ": llama.cpp's UGM rules apply to Unigram vocabularies only");
   p.model = is_bpe ? bpe(m, unk, kinds) : unigram(m, unk, kinds, m.trainer.byte_fallback && !options.llamacpp_ugm);
-  tok::SentencePieceDecoderOptions dec;
-  dec.unk_piece = m.pieces[size_t(unk)].piece;
-  dec.unk_surface = m.trainer.unk_surface;
-  dec.byte_pieces = m.trainer.byte_fallback;
-  dec.strip_first_space = ns.add_dummy_prefix || ns.remove_extra_whitespaces;
-  dec.strip_leading_spaces = ns.remove_extra_whitespaces;
+  tok::SentencePieceDecoderOptions dec = decoder_options(m, m.pieces[size_t(unk)].piece);
+  dec.strip_ends = family != SpmFamily::None;
   p.decoder = std::make_unique<tok::SentencePieceDecoder>(std::move(dec));
+  const int n = int(m.pieces.size());
   // Control pieces are special (decode drops them, piece() shows their name) but never matched in
   // text: sentencepiece encodes "</s>" typed in the text as characters.
-  for (size_t id = 0; id < m.pieces.size(); ++id) {
-    const Type type = m.pieces[id].type;
-    if (options.llamacpp_ugm && (type == Type::UserDefined || type == Type::Control || type == Type::Unknown)) {
-      tok::AddedToken a;  // llama.cpp's tokenizer_st_partition, special tokens parsed
-      a.id = int(id);
-      a.content = m.pieces[id].piece;
-      a.special = type != Type::UserDefined;
-      p.added.push_back(std::move(a));
-    } else if (type == Type::Control) {
-      p.control.push_back(int(id));
+  std::vector<int> map;  // XLM-R: the .model's ids -> fairseq's
+  if (family == SpmFamily::XlmRoberta) {
+    AL_CHECK(n >= 3 && unk == 0 && m.pieces[1].piece == "<s>" && m.pieces[2].piece == "</s>", m.name,
+             ": XLM-R's tokenizer (XLMRobertaTokenizer) reads a SentencePiece model with <unk> <s> </s> at ids 0, 1, 2; this one has ",
+             n > 0 ? m.pieces[0].piece : "", " ", n > 1 ? m.pieces[1].piece : "", " ", n > 2 ? m.pieces[2].piece : "");
+    std::vector<std::string> pieces{"<s>", "<pad>", "</s>", "<unk>"};
+    map = {3, 0, 2};
+    for (int id = 3; id < n; ++id) {
+      pieces.push_back(m.pieces[size_t(id)].piece);
+      map.push_back(id + 1);
     }
+    pieces.push_back("<mask>");
+    p.model = std::make_unique<VocabMappedModel>(std::move(p.model), unk, map, std::move(pieces), 3);
+    for (int id = 0; id < 4; ++id) add_special(p, id, p.model->pieces()[size_t(id)]);
+    add_special(p, n + 1, "<mask>", true);
+    p.post_processor = std::make_unique<tok::WrapProcessor>(std::vector<int>{0}, std::vector<int>{2});
+    p.ids = {0, 2, 1, 3};
+  } else if (family == SpmFamily::Albert) {
+    const auto id_of = [&](const char* piece) {
+      const int id = p.model->token_to_id(piece);
+      AL_CHECK(id >= 0, m.name, ": ALBERT's tokenizer (AlbertTokenizer) puts [CLS] A [SEP] around a text, but this SentencePiece ",
+               "model has no ", piece, " piece");
+      return id;
+    };
+    const int cls = id_of("[CLS]"), sep = id_of("[SEP]");
+    for (int id : {cls, sep, unk, m.trainer.pad_id}) add_special(p, id, id >= 0 ? m.pieces[size_t(id)].piece : "");
+    add_special(p, p.model->token_to_id("[MASK]"), "[MASK]", true);
+    p.model = std::make_unique<AlbertModel>(std::move(p.model), m);
+    p.post_processor = std::make_unique<tok::WrapProcessor>(std::vector<int>{cls}, std::vector<int>{sep});
+    p.ids = {cls, sep, m.trainer.pad_id, unk};
+  } else {
+    p.ids = {m.trainer.bos_id, m.trainer.eos_id, m.trainer.pad_id, unk};
   }
-  p.ids = {m.trainer.bos_id, m.trainer.eos_id, m.trainer.pad_id, unk};
-  if (options.append_eos) {
+  if (family == SpmFamily::T5) {
     const int eos = m.trainer.eos_id;
-    AL_CHECK(eos >= 0 && size_t(eos) < m.pieces.size(), m.name, ": T5's tokenizer closes a text with </s>, but this model has no eos_id");
-    p.post_processor = std::make_unique<tok::WrapProcessor>(std::vector<int>{}, std::vector<int>{eos});
+    AL_CHECK(eos >= 0, m.name, ": T5's tokenizer closes a text with </s>, but this model has no eos_id");
+    for (int id : {eos, unk, m.trainer.pad_id}) add_special(p, id, id >= 0 ? m.pieces[size_t(id)].piece : "");
+    for (int i = 0; i < options.extra_ids; ++i) add_special(p, n + options.extra_ids - 1 - i, "<extra_id_" + std::to_string(i) + ">", true, true);
+    p.post_processor = std::make_unique<EosUnlessLast>(eos);
+  }
+  for (int id = 0; id < n; ++id) {
+    const Type type = m.pieces[size_t(id)].type;
+    if (options.llamacpp_ugm && (type == Type::UserDefined || type == Type::Control || type == Type::Unknown)) {
+      add_special(p, id, m.pieces[size_t(id)].piece);  // llama.cpp's tokenizer_st_partition, special tokens parsed
+      p.added.back().special = type != Type::UserDefined;
+    } else if (type == Type::Control)
+      p.control.push_back(map.empty() ? id : map[size_t(id)]);
   }
   p.kind = is_bpe ? "sentencepiece-bpe" : "sentencepiece-unigram";
   std::unique_ptr<Tokenizer> t = tok::make_pipeline_tokenizer(std::move(p));
 
   // self_test_data: each sample's input encodes to the expected pieces (space-separated).
-  for (size_t i = 0; i < m.self_test.size(); ++i) {
+  for (size_t i = 0; i < m.self_test.size() && family == SpmFamily::None; ++i) {
     const auto& [input, expected] = m.self_test[i];
     std::string got;
     for (int id : t->encode(input, false)) {
@@ -275,20 +497,9 @@ std::unique_ptr<Tokenizer> make_marian_tokenizer(const Proto& m, const nlohmann:
     const auto it = vocab.find(m.pieces[id].piece);
     if (it != vocab.end()) map[id] = it.value().get<int>();
   }
-  std::vector<tok::SpmPiece> kinds;
-  std::vector<std::string> user;
-  for (const Proto::Piece& p : m.pieces) {
-    kinds.push_back(kind_of(p.type));
-    if (p.type == Type::UserDefined) user.push_back(p.piece);
-  }
+  const std::vector<tok::SpmPiece> kinds = kinds_of(m);
   tok::Pipeline p;
-  tok::SentencePieceNormalizerOptions no;
-  no.charsmap = m.normalizer.precompiled_charsmap;
-  no.user_defined = std::move(user);
-  no.add_dummy_prefix = m.normalizer.add_dummy_prefix;
-  no.remove_extra_whitespaces = m.normalizer.remove_extra_whitespaces;
-  no.escape_whitespaces = m.normalizer.escape_whitespaces;
-  p.normalizer = std::make_unique<tok::SentencePieceNormalizer>(std::move(no));
+  p.normalizer = std::make_unique<tok::SentencePieceNormalizer>(normalizer_options(m));
   const bool is_bpe = m.trainer.model_type == Proto::ModelType::Bpe;
   std::unique_ptr<tok::Model> inner = is_bpe ? bpe(m, unk, kinds) : unigram(m, unk, kinds, m.trainer.byte_fallback);
   // Language codes (">>fra<<") are split out of the text as tokens of their own.
@@ -303,13 +514,7 @@ std::unique_ptr<Tokenizer> make_marian_tokenizer(const Proto& m, const nlohmann:
   }
   p.model = std::make_unique<VocabMappedModel>(std::move(inner), unk, std::move(map), std::move(pieces), vunk);
   p.post_processor = std::make_unique<tok::WrapProcessor>(std::vector<int>{}, std::vector<int>{eos});
-  tok::SentencePieceDecoderOptions dec;
-  dec.unk_piece = "<unk>";
-  dec.unk_surface = m.trainer.unk_surface;
-  dec.byte_pieces = m.trainer.byte_fallback;
-  dec.strip_first_space = m.normalizer.add_dummy_prefix || m.normalizer.remove_extra_whitespaces;
-  dec.strip_leading_spaces = m.normalizer.remove_extra_whitespaces;
-  p.decoder = std::make_unique<tok::SentencePieceDecoder>(std::move(dec));
+  p.decoder = std::make_unique<tok::SentencePieceDecoder>(decoder_options(m, "<unk>"));
   p.ids = {-1, eos, pad, vunk};
   p.kind = is_bpe ? "marian-bpe" : "marian-unigram";
   return tok::make_pipeline_tokenizer(std::move(p));

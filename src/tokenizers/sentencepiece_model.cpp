@@ -249,6 +249,11 @@ void SentencePieceDecoder::decode_chain(std::vector<std::string>& tokens, Decode
     out.push_back(std::move(decoded));
   }
   flush();
+  if (o_.strip_ends && where == DecodePosition::Text) {
+    const char* ws = " \t\n\v\f\r";
+    for (auto it = out.begin(); it != out.end() && (it->erase(0, it->find_first_not_of(ws)), it->empty()); ++it) {}
+    for (auto it = out.rbegin(); it != out.rend() && (it->erase(it->find_last_not_of(ws) + 1), it->empty()); ++it) {}
+  }
   tokens = std::move(out);
 }
 

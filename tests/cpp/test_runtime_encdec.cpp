@@ -427,11 +427,18 @@ TEST_CASE("T5 with spiece.model instead of tokenizer.json: the source ends with 
           "[runtime][encdec][t5][spm]") {
   // tests/fixtures/spm/make_t5_spiece_fixture.py: sentencepiece's ids + </s> (tokenization_t5.py)
   const nlohmann::json ref = nlohmann::json::parse(testutil::read_text(testutil::fixture_path("spm/t5_spiece_cases.json")));
-  auto m = load_model({file("../encdec/t5/config.json"), file("../encdec/t5/model.safetensors"), file("../encdec/t5/generation_config.json"),
-                       bytes_file("spiece.model", testutil::read_bytes(testutil::fixture_path("spm/t5_spiece.model")))});
+  std::vector<FilePtr> files{file("../encdec/t5/config.json"), file("../encdec/t5/model.safetensors"), file("../encdec/t5/generation_config.json"),
+                             bytes_file("spiece.model", testutil::read_bytes(testutil::fixture_path("spm/t5_spiece.model")))};
+  // T5Tokenizer adds 100 sentinels by default: 171 ids for this 96-id model; tokenizer_config.json's
+  // extra_ids says how many (20 here: ids 90 down to 71)
+  CHECK_ERROR(load_model(files), "the tokenizer has 171 tokens but the model only 96");
+  const std::string tc = R"({"extra_ids": 20})";
+  files.push_back(bytes_file("tokenizer_config.json", std::vector<uint8_t>(tc.begin(), tc.end())));
+  auto m = load_model(files);
   const Tokenizer& t = m->require_tokenizer();
   CHECK(t.kind() == "sentencepiece-unigram");
   CHECK(t.eos_id() == 1);
+  CHECK(t.token_id("<extra_id_0>") == 90);
   CHECK(!m->prompt_format().source_suffix_eos);  // the tokenizer closes the source: no second </s>
   for (const nlohmann::json& c : ref.at("cases")) {
     const std::string text = c.at("text").get<std::string>();

@@ -192,24 +192,137 @@ TEST_CASE("sentencepiece .model: the runtime loader classifies it by content", "
              Contains("broken.model: byte 2: pieces[0]: piece (5 bytes) is not valid UTF-8"));
 }
 
-TEST_CASE("sentencepiece .model for an XLM-R (RoBERTa-family) model is refused: its ids are fairseq's, not the .model's",
-          "[runtime][spm][bad]") {
+namespace {
+
+runtime::FilePtr text_file(const std::string& name, const std::string& text) {
+  return std::make_shared<runtime::File>(runtime::File{name, std::vector<uint8_t>(text.begin(), text.end())});
+}
+
+// One set of tests/fixtures/spm/family_cases.json as files: the .model under its folder name, and
+// config.json / tokenizer_config.json when the set has them.
+std::vector<runtime::FilePtr> family_files(const json& set) {
+  std::vector<runtime::FilePtr> files{std::make_shared<runtime::File>(runtime::File{
+      set.at("file").get<std::string>(), testutil::read_bytes(testutil::fixture_path("spm/" + set.at("model").get<std::string>()))})};
+  if (!set.at("config").is_null()) files.push_back(text_file("config.json", set.at("config").dump()));
+  if (!set.at("tokenizer_config").is_null()) files.push_back(text_file("tokenizer_config.json", set.at("tokenizer_config").dump()));
+  return files;
+}
+
+const json& family_cases() {
+  static const json doc = json::parse(testutil::read_text(testutil::fixture_path("spm/family_cases.json")));
+  return doc;
+}
+
+}  // namespace
+
+TEST_CASE("sentencepiece .model as T5, XLM-R and ALBERT read it: the family tokenizer's ids, special tokens and text",
+          "[runtime][spm][family]") {
+  // tests/fixtures/spm/make_family_fixtures.py: sentencepiece's pieces with each tokenizer class's rules
+  size_t n = 0;
+  for (const json& set : family_cases().at("sets")) {
+    const std::string name = set.at("name").get<std::string>();
+    INFO("set " << name);
+    const runtime::LoadedTokenizer lt = runtime::load_tokenizer_files(family_files(set));
+    const Tokenizer& t = *lt.tokenizer;
+    CHECK(t.vocab_size() == set.at("vocab_size").get<int>());
+    for (const std::string& k : lt.config.not_applied)  // the family's settings are applied
+      CHECK((k != "tokenizer_class" && k != "extra_ids" && k != "remove_space" && k != "keep_accents" && k != "do_lower_case"));
+    for (const auto& [content, id] : set.at("special").items()) {
+      INFO("special " << content);
+      CHECK(t.token_id(content) == id.get<int>());
+      CHECK(t.piece(id.get<int>()) == content);
+      CHECK(t.is_special(id.get<int>()));
+    }
+    for (const json& c : set.at("cases")) {
+      const std::string text = c.at("text").get<std::string>();
+      INFO("text " << json(text).dump());
+      CHECK(t.encode(text, true) == c.at("ids").get<Ids>());
+      CHECK(t.encode(text, false) == c.at("plain").get<Ids>());
+      CHECK(t.decode(c.at("ids").get<Ids>()) == c.at("decoded").get<std::string>());
+      ++n;
+    }
+  }
+  CHECK(n >= 60);
+  // T5's sentinels count down from the end of the vocabulary; piece() / token_id() map them both ways
+  const runtime::LoadedTokenizer t5 = runtime::load_tokenizer_files(family_files(family_cases().at("sets").at(0)));
+  CHECK(t5.tokenizer->token_id("<extra_id_0>") == 170);
+  CHECK(t5.tokenizer->token_id("<extra_id_99>") == 71);
+  CHECK(t5.tokenizer->piece(71) == "<extra_id_99>");
+  CHECK(t5.tokenizer->eos_id() == 1);
+  // without a family the same .model keeps sentencepiece's own ids (and "</s>" typed is characters)
+  const runtime::LoadedTokenizer plain = runtime::load_tokenizer_files({family_files(family_cases().at("sets").at(0))[0]});
+  CHECK(plain.tokenizer->vocab_size() == 71);
+  CHECK(plain.tokenizer->encode("a</s>", true).size() > 2);
+}
+
+TEST_CASE("sentencepiece .model with a RoBERTa / ALBERT model: XLM-R's fairseq ids when the folder names XLM-R, else refused",
+          "[runtime][spm][family]") {
   // tests/fixtures/encoders (make_encoder_fixtures.py): a RoBERTa and an ALBERT of 64 ids, no tokenizer
-  const auto folder = [](const std::string& name, const std::string& spm_name) {
+  const auto folder = [](const std::string& name, const std::string& model, const std::string& spm_name) {
     std::vector<runtime::FilePtr> files;
     for (const char* f : {"config.json", "model.safetensors"})
       files.push_back(std::make_shared<runtime::File>(
           runtime::File{f, testutil::read_bytes(testutil::fixture_path("encoders/" + name + "/" + f))}));
-    files.push_back(std::make_shared<runtime::File>(runtime::File{spm_name, model_bytes("unigram_raw")}));
+    files.push_back(std::make_shared<runtime::File>(runtime::File{spm_name, model_bytes(model)}));
     return files;
   };
-  CHECK_THAT(error_of([&] { runtime::load_model(folder("roberta", "sentencepiece.bpe.model")); }),
-             Contains("sentencepiece.bpe.model: a SentencePiece model for a RoBERTa-family model (XLM-R) gives ids that are "
-                      "not the model's") && Contains("give the folder's tokenizer.json instead"));
-  // ALBERT's spiece.model holds the model's own ids: read (and here refused only for its 700 pieces)
-  const std::string albert = error_of([&] { runtime::load_model(folder("albert", "spiece.model")); });
-  CHECK_THAT(albert, Contains("the tokenizer has 700 tokens"));
-  CHECK_THAT(albert, !Contains("RoBERTa"));
+  // model_type "roberta" without tokenizer_class: the .model's own ids would be off by one
+  CHECK_THAT(error_of([&] { runtime::load_model(folder("roberta", "xlmr_spm", "sentencepiece.bpe.model")); }),
+             Contains("sentencepiece.bpe.model: a SentencePiece model for a RoBERTa-family model gives ids that are not the model's") &&
+                 Contains("XLMRobertaTokenizer"));
+  const json& sets = family_cases().at("sets");
+  const auto set_named = [&](const char* name) {
+    for (const json& s : sets)
+      if (s.at("name") == name) return s;
+    FAIL("no set " << name);
+    return json();
+  };
+  {
+    auto files = folder("roberta", "xlmr_spm", "sentencepiece.bpe.model");
+    files.push_back(text_file("tokenizer_config.json", R"({"tokenizer_class": "XLMRobertaTokenizerFast"})"));
+    auto m = runtime::load_model(files);
+    const Tokenizer& t = m->require_tokenizer();
+    CHECK(t.vocab_size() == 64);
+    for (const json& c : set_named("xlmr_class").at("cases")) {
+      INFO("text " << c.at("text").dump());
+      CHECK(t.encode(c.at("text").get<std::string>(), true) == c.at("ids").get<Ids>());
+    }
+  }
+  {  // ALBERT: config.json's model_type picks AlbertTokenizer
+    auto m = runtime::load_model(folder("albert", "albert_spm", "spiece.model"));
+    const Tokenizer& t = m->require_tokenizer();
+    for (const json& c : set_named("albert_model_type").at("cases")) {
+      INFO("text " << c.at("text").dump());
+      CHECK(t.encode(c.at("text").get<std::string>(), true) == c.at("ids").get<Ids>());
+    }
+  }
+}
+
+TEST_CASE("sentencepiece .model family conventions: missing pieces and settings not applied are errors naming the file",
+          "[runtime][spm][family][bad]") {
+  const auto spm = [](const std::string& fixture, const std::string& name) {
+    return std::make_shared<runtime::File>(runtime::File{name, model_bytes(fixture)});
+  };
+  const auto err = [&](const std::string& fixture, const std::string& name, const std::string& tc) {
+    return error_of([&] { runtime::load_tokenizer_files({spm(fixture, name), text_file("tokenizer_config.json", tc)}); });
+  };
+  // unigram_raw.model: <unk> 0, </s> 1, <pad> 2 (not XLM-R's <unk> <s> </s>)
+  CHECK_THAT(err("unigram_raw", "sentencepiece.bpe.model", R"({"tokenizer_class": "XLMRobertaTokenizer"})"),
+             Contains("sentencepiece.bpe.model: XLM-R's tokenizer (XLMRobertaTokenizer) reads a SentencePiece model with <unk> <s> </s> at ids 0, 1, 2"));
+  CHECK_THAT(err("bpe_plain", "spiece.model", R"({"tokenizer_class": "AlbertTokenizer"})"),
+             Contains("spiece.model: ALBERT's tokenizer (AlbertTokenizer) puts [CLS] A [SEP] around a text, but this SentencePiece model has no [CLS] piece"));
+  CHECK_THAT(err("xlmr_spm", "spiece.model", R"({"tokenizer_class": "T5Tokenizer", "legacy": false})"),
+             Contains("tokenizer_config.json: legacy false"));
+  CHECK_THAT(err("t5_spiece", "spiece.model", R"({"tokenizer_class": "T5Tokenizer", "extra_ids": 2, "additional_special_tokens": ["<extra_id_0>"]})"),
+             Contains("tokenizer_config.json: additional_special_tokens names 1 sentinels (<extra_id_i>) but extra_ids is 2"));
+  CHECK_THAT(err("t5_spiece", "spiece.model", R"({"tokenizer_class": "T5Tokenizer", "extra_ids": "100"})"),
+             Contains("tokenizer_config.json: extra_ids must be an integer"));
+  CHECK_THAT(err("albert_spm", "spiece.model", R"({"tokenizer_class": "AlbertTokenizer", "do_lower_case": 1})"),
+             Contains("tokenizer_config.json: do_lower_case must be true or false"));
+  // a sentinel tokenizer_config.json names at another id than T5Tokenizer's is refused
+  CHECK_THAT(err("t5_spiece", "spiece.model",
+                 R"({"tokenizer_class": "T5Tokenizer", "extra_ids": 2, "added_tokens_decoder": {"71": {"content": "<extra_id_0>", "special": true}}})"),
+             Contains("added_tokens_decoder[\"71\"] is \"<extra_id_0>\""));
 }
 
 TEST_CASE("Marian: source.spm + vocab.json give MarianTokenizer's ids (sentencepiece pieces looked up in vocab.json)", "[runtime][spm][marian]") {

@@ -392,14 +392,18 @@ describe('Marian source.spm + target.spm: the decoder\'s text is the target side
   test('a T5 folder with spiece.model instead of tokenizer.json: the source ends with </s> (T5Tokenizer)', async () => {
     // tests/fixtures/spm/make_t5_spiece_fixture.py: sentencepiece's ids + </s>
     const ref = json('spm/t5_spiece_cases.json');
-    const { mkdtempSync, copyFileSync, rmSync } = await import('node:fs');
+    const { mkdtempSync, copyFileSync, rmSync, writeFileSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const d = mkdtempSync(join(tmpdir(), 'attnlens-t5-spiece-'));
     for (const f of ['config.json', 'model.safetensors', 'generation_config.json']) copyFileSync(join(fixtures, 'encdec/t5', f), join(d, f));
     copyFileSync(join(fixtures, 'spm/t5_spiece.model'), join(d, 'spiece.model'));
+    // T5Tokenizer's 100 sentinels by default (171 ids > the model's 96); tokenizer_config.json's extra_ids: 20
+    await assert.rejects(loadModel(d), /the tokenizer has 171 tokens but the model only 96/);
+    writeFileSync(join(d, 'tokenizer_config.json'), JSON.stringify({ extra_ids: 20 }));
     const model = await loadModel(d);
     try {
       assert.equal(model.info.tokenizer.kind, 'sentencepiece-unigram');
+      assert.deepEqual((await model.tokenize('a <extra_id_0> b', { addSpecialTokens: false })).ids, [13, 90, 3, 24]);
       for (const c of ref.cases) {
         assert.deepEqual((await model.encodePrompt(c.text)).ids, c.ids, c.text);
         assert.deepEqual((await model.tokenize(c.text, { target: true })).ids, c.ids, c.text);

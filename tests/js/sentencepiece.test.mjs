@@ -1,6 +1,7 @@
 // SentencePiece .model files through the JS API: loadTokenizer and loadModel accept them (by content,
 // whatever their name), ids equal python sentencepiece's (tests/fixtures/spm/cases.json, written by
-// make_spm_fixtures.py), a folder with a .model loads it, bad files are clear errors.
+// make_spm_fixtures.py) or, read as T5 / XLM-R / ALBERT, the family tokenizer's (family_cases.json,
+// make_family_fixtures.py), a folder with a .model loads it, bad files are clear errors.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -67,6 +68,50 @@ describe('SentencePiece .model files', { skip }, () => {
     } finally {
       model.dispose();
     }
+  });
+
+  // tests/fixtures/spm/make_family_fixtures.py: the .model read as T5Tokenizer, XLMRobertaTokenizer and
+  // AlbertTokenizer read it (family from tokenizer_config.json's tokenizer_class or config.json's model_type)
+  const family = JSON.parse(readFileSync(join(dir, 'family_cases.json'), 'utf8'));
+  const familyFiles = (set) => {
+    const files = [{ name: set.file, data: new Uint8Array(readFileSync(join(dir, set.model))) }];
+    const text = (name, value) => ({ name, data: new TextEncoder().encode(JSON.stringify(value)) });
+    if (set.config) files.push(text('config.json', set.config));
+    if (set.tokenizer_config) files.push(text('tokenizer_config.json', set.tokenizer_config));
+    return files;
+  };
+  for (const set of family.sets) {
+    test(`${set.name}: the family tokenizer's ids, special tokens and decoded text`, async () => {
+      const tok = await loadTokenizer(familyFiles(set));
+      try {
+        assert.equal(tok.vocabSize, set.vocab_size);
+        assert.deepEqual(tok.pieces(Object.values(set.special)), Object.keys(set.special));
+        for (const c of set.cases) {
+          assert.deepEqual(tok.tokenize(c.text).ids, c.ids, JSON.stringify(c.text));
+          assert.deepEqual(tok.tokenize(c.text, { addSpecialTokens: false }).ids, c.plain, JSON.stringify(c.text));
+          assert.equal(tok.detokenize(c.ids), c.decoded, JSON.stringify(c.text));
+        }
+      } finally {
+        tok.dispose();
+      }
+    });
+  }
+
+  test('loadTokenizer(folder): config.json\'s model_type picks the family; a wrong layout is an error naming the file', async () => {
+    const folder = join(tmp, 'xlmr');
+    const { mkdirSync, copyFileSync } = await import('node:fs');
+    mkdirSync(folder);
+    const set = family.sets.find((s) => s.name === 'xlmr_model_type');
+    copyFileSync(join(dir, set.model), join(folder, 'sentencepiece.bpe.model'));
+    writeFileSync(join(folder, 'config.json'), JSON.stringify(set.config));
+    const tok = await loadTokenizer(folder);
+    try {
+      for (const c of set.cases) assert.deepEqual(tok.tokenize(c.text).ids, c.ids, JSON.stringify(c.text));
+    } finally {
+      tok.dispose();
+    }
+    copyFileSync(modelFile('unigram_raw'), join(folder, 'sentencepiece.bpe.model'));
+    await assert.rejects(loadTokenizer(folder), /sentencepiece\.bpe\.model: XLM-R's tokenizer \(XLMRobertaTokenizer\) reads a SentencePiece model with <unk> <s> <\/s> at ids 0, 1, 2/);
   });
 
   test('bad .model files are errors naming the file', async () => {
