@@ -180,15 +180,16 @@ std::unique_ptr<Tokenizer> spm_tokenizer(const Roles& r, const nlohmann::json& c
   return make_sentencepiece_model_tokenizer(m, o);
 }
 
-// tokenizer_config.json's settings that a SentencePiece model's family applies are not reported as
-// not applied (model.info's notApplied).
+// tokenizer_config.json's settings that a SentencePiece model's family reads (sentencepiece_family)
+// are not reported as not applied (model.info's notApplied).
 void mark_family_settings(TokenizerConfig& c, SpmFamily f) {
   if (f == SpmFamily::None) return;
-  std::vector<std::string>& n = c.not_applied;
-  n.erase(std::remove_if(n.begin(), n.end(), [&](const std::string& k) {
-    return k == "tokenizer_class" || (f == SpmFamily::T5 && (k == "extra_ids" || k == "legacy")) ||
-           (f == SpmFamily::Albert && (k == "remove_space" || k == "keep_accents" || k == "do_lower_case"));
-  }), n.end());
+  std::vector<std::string> kept;
+  for (std::string& k : c.not_applied)
+    if (std::string_view(" tokenizer_class extra_ids legacy remove_space keep_accents do_lower_case ").find(" " + k + " ") ==
+        std::string_view::npos)
+      kept.push_back(std::move(k));
+  c.not_applied = std::move(kept);
 }
 
 // Marian's target tokenizer (transformers' MarianTokenizer in target mode): target.spm segments a
