@@ -261,29 +261,28 @@ class AlbertModel final : public tok::Model {
   AlbertModel(std::unique_ptr<tok::Model> inner, const Proto& m)
       : inner_(std::move(inner)), norm_(normalizer_options(m)), comma_(id_or_unk(",")) {}
   void encode_word(std::string_view word, std::vector<int>& out) const override {
-    const size_t from = out.size();
-    inner_->encode_word(word, out);
+    std::vector<int> ids;
+    inner_->encode_word(word, ids);
     const std::vector<std::string>& pieces = inner_->pieces();
-    for (size_t i = from; i < out.size(); ++i) {
-      const std::string& p = pieces[size_t(out[i])];
-      if (p.size() < 2 || p.back() != ',' || unicode::category(last_char(p.substr(0, p.size() - 1))) != unicode::Category::Nd)
+    for (const int id : ids) {
+      const std::string& p = pieces[size_t(id)];
+      if (p.size() < 2 || p.back() != ',' || unicode::category(last_char(p.substr(0, p.size() - 1))) != unicode::Category::Nd) {
+        out.push_back(id);
         continue;
+      }
       std::string text;
       for (size_t k = 0; k + 1 < p.size(); ++k)
         if (p.compare(k, 3, kSpace) == 0) k += 2;
         else text.push_back(p[k]);
-      std::vector<int> cur;
+      const size_t at = out.size();
       const std::string n = norm_.normalize(text);
-      if (!n.empty()) inner_->encode_word(n, cur);
-      if (p.compare(0, 3, kSpace) != 0 && !cur.empty() && pieces[size_t(cur[0])].compare(0, 3, kSpace) == 0) {
-        const std::string rest = pieces[size_t(cur[0])].substr(3);
-        if (rest.empty()) cur.erase(cur.begin());
-        else cur[0] = id_or_unk(rest);
+      if (!n.empty()) inner_->encode_word(n, out);
+      if (p.compare(0, 3, kSpace) != 0 && out.size() > at && pieces[size_t(out[at])].compare(0, 3, kSpace) == 0) {
+        const std::string rest = pieces[size_t(out[at])].substr(3);
+        if (rest.empty()) out.erase(out.begin() + long(at));
+        else out[at] = id_or_unk(rest);
       }
-      cur.push_back(comma_);
-      out.erase(out.begin() + long(i));
-      out.insert(out.begin() + long(i), cur.begin(), cur.end());
-      i += cur.size() - 1;
+      out.push_back(comma_);
     }
   }
   const std::vector<std::string>& pieces() const override { return inner_->pieces(); }

@@ -202,6 +202,28 @@ std::string spaces_for_symbols(std::string_view piece) {
 }
 }  // namespace
 
+namespace {
+// ASCII whitespace removed at both ends of the joined tokens (Python's str.strip() on the text).
+void strip_ends(std::vector<std::string>& out) {
+  const auto ws = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+  size_t i = 0;
+  for (; i < out.size(); ++i) {
+    std::string& s = out[i];
+    size_t k = 0;
+    while (k < s.size() && ws(s[k])) ++k;
+    s.erase(0, k);
+    if (!s.empty()) break;
+  }
+  for (size_t j = out.size(); j-- > i;) {
+    std::string& s = out[j];
+    size_t k = s.size();
+    while (k > 0 && ws(s[k - 1])) --k;
+    s.resize(k);
+    if (k) break;
+  }
+}
+}  // namespace
+
 void SentencePieceDecoder::decode_chain(std::vector<std::string>& tokens, DecodePosition where) const {
   std::vector<std::string> out;
   out.reserve(tokens.size());
@@ -249,11 +271,7 @@ void SentencePieceDecoder::decode_chain(std::vector<std::string>& tokens, Decode
     out.push_back(std::move(decoded));
   }
   flush();
-  if (o_.strip_ends && where == DecodePosition::Text) {
-    const char* ws = " \t\n\v\f\r";
-    for (auto it = out.begin(); it != out.end() && (it->erase(0, it->find_first_not_of(ws)), it->empty()); ++it) {}
-    for (auto it = out.rbegin(); it != out.rend() && (it->erase(it->find_last_not_of(ws) + 1), it->empty()); ++it) {}
-  }
+  if (o_.strip_ends && where == DecodePosition::Text) strip_ends(out);
   tokens = std::move(out);
 }
 
