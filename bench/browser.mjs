@@ -135,9 +135,7 @@ async function pageStream(page, { prompt, maxNewTokens, seed }) {
   await page.fill('#top-k', '40');
   await page.fill('#top-p', '1');
   await page.click('#generate');
-  // Polled every 100 ms, not at every animation frame (playwright's default): a rAF poller would keep
-  // the page producing frames at 60 Hz, work a user's page does not do.
-  await page.waitForFunction(() => ['done', 'stopped', 'error'].includes(document.querySelector('#stats').dataset.status), null, { timeout: 600_000, polling: 100 });
+  await page.waitForFunction(() => ['done', 'stopped', 'error'].includes(document.querySelector('#stats').dataset.status), null, { timeout: 600_000 });
   return page.evaluate(() => {
     const r = window.attnlens.state.run;
     if (r.status !== 'done') throw new Error(`the page's run ended ${r.status}: ${r.error?.message ?? r.finishReason}`);

@@ -364,9 +364,8 @@ export class WorkerModel {
   async generate(prompt, options = {}) {
     this.#checkGeneration(prompt, options);
     if (options.onToken !== undefined && typeof options.onToken !== 'function') throw new TypeError('onToken must be a function');
-    // With onToken, the worker stays at most STREAM_WINDOW steps ahead of the callback (as stream()
-    // does); an abort from onToken stops the callbacks at once and the result ends with the last
-    // token it saw. Without onToken, it runs freely.
+    // With onToken, the worker stays one token ahead of the callback (as stream() does), so an
+    // abort from onToken stops after at most one more token; without it, it runs freely.
     const stream = this.#stream(prompt, { ...options, attentions: false }, options.onToken ? STREAM_WINDOW : Infinity);
     for await (const step of stream) options.onToken?.(step);
     return stream.result;
