@@ -10,18 +10,10 @@ let timer = 0;
 // chips and canvases repainted 15 times a second look live, and leave the main thread idle most
 // of the time. Interaction (hover, keys, clicks) still renders in the very next frame.
 const STREAM_INTERVAL_MS = 66;
-// … and further apart when a redraw costs more: a render that took r ms waits at least
-// STREAM_BUDGET × r before the next streamed one (at most STREAM_INTERVAL_MAX_MS), so that redrawing
-// takes at most about 1 / STREAM_BUDGET of the main thread — and of the cores the engine's threads
-// share with it — however long the text grows or slow the machine is.
-const STREAM_BUDGET = 12;
-const STREAM_INTERVAL_MAX_MS = 250;
-let lastRenderMs = 0;
 
 function flush() {
   scheduled = false;
-  const t0 = performance.now();
-  lastFlush = t0;
+  lastFlush = performance.now();
   const views = [...dirty];
   dirty.clear();
   for (const v of views) {
@@ -31,11 +23,6 @@ function flush() {
       console.error('render failed', v, e);
     }
   }
-  lastRenderMs = performance.now() - t0;
-}
-
-function streamInterval() {
-  return Math.min(STREAM_INTERVAL_MAX_MS, Math.max(STREAM_INTERVAL_MS, STREAM_BUDGET * lastRenderMs));
 }
 
 /** Renders `view` (an object with render()) in the next animation frame, once. */
@@ -49,11 +36,11 @@ export function invalidate(view) {
   }
 }
 
-/** Like invalidate(), for redraws driven by streamed data: at most one per streamInterval(). */
+/** Like invalidate(), for redraws driven by streamed data: at most one per STREAM_INTERVAL_MS. */
 export function invalidateSoon(view) {
   dirty.add(view);
   if (scheduled || timer) return;
-  const wait = streamInterval() - (performance.now() - lastFlush);
+  const wait = STREAM_INTERVAL_MS - (performance.now() - lastFlush);
   if (wait <= 0) {
     scheduled = true;
     requestAnimationFrame(flush);

@@ -1,5 +1,5 @@
 // One run: a prompt, the tokens generated from it, their attention, timings. `generate` drives the
-// model's stream and keeps the run up to date, calling onUpdate as tokens arrive.
+// model's stream and keeps the run up to date, calling onUpdate after every token.
 import { AttentionStore } from './attention-store.mjs';
 
 export class Run {
@@ -33,7 +33,7 @@ export class Run {
  * template (options.chat: how, as encodeChat takes it) — with `model` (the page's model record:
  * { api, name, info }). options:
  * maxNewTokens, temperature, topK, topP, seed; signal stops it. onUpdate(run, what) is called with
- * what = 'start' | 'token' (once for the tokens that arrived together) | 'rows' | 'end'. Resolves with the run (status 'error' and run.error on
+ * what = 'start' | 'token' | 'rows' | 'end'. Resolves with the run (status 'error' and run.error on
  * failure, never rejects).
  */
 export async function generate(model, prompt, options, { signal, onUpdate = () => {} } = {}) {
@@ -42,15 +42,6 @@ export async function generate(model, prompt, options, { signal, onUpdate = () =
   const encoderDecoder = info.kind === 'encoder-decoder';
   const run = new Run({ model, encoderDecoder });
   run.settings = { prompt, ...options };
-  // Steps arrive in batches (one message from the worker per frame or so: worker.mjs BATCH_MS),
-  // and the steps of one batch are all taken in the same task: the page hears of them once, in
-  // the next task, not once per token.
-  let pending = false;
-  const announce = () => {
-    if (!pending) return;
-    pending = false;
-    onUpdate(run, 'token');
-  };
   try {
     // The ids exactly as generation encodes the prompt (the model's special tokens, an encoder–decoder
     // source's end token), passed to stream() so the tokens shown are the tokens the model read.
@@ -103,19 +94,14 @@ export async function generate(model, prompt, options, { signal, onUpdate = () =
         run.stats.tokensPerSecond = ((run.stats.generated - 1) * 1000) / (now - tFirst);
         run.stats.msPerToken = 1000 / run.stats.tokensPerSecond;
       }
-      if (!pending) {
-        pending = true;
-        setTimeout(announce, 0);
-      }
+      onUpdate(run, 'token');
     }
-    announce();
     applyResult(run, stream.result);
     run.status = signal?.aborted || run.finishReason === 'aborted' ? 'stopped' : 'done';
     if (!run.finishReason) run.finishReason = signal?.aborted ? 'aborted' : 'length';
     await completeRows(api, run);
     onUpdate(run, 'rows');
   } catch (e) {
-    pending = false;
     if (signal?.aborted && (e?.name === 'AbortError' || e === signal.reason)) {
       run.status = 'stopped';
       run.finishReason = 'aborted';

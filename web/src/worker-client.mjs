@@ -15,7 +15,7 @@ import { checkSource } from './sources.mjs';
 import * as check from './validate.mjs';
 
 const WORKER_FILE = './worker.mjs';  // Node path: a variable, so bundlers do not copy it as an asset
-const STREAM_WINDOW = 32;            // steps the worker may run ahead of a stream's consumer (abort() drops those not handed out)
+const STREAM_WINDOW = 1;             // steps the worker may run ahead of a stream's consumer (abort() drops those not handed out)
 const DISPOSE_TIMEOUT_MS = 5000;
 const HELLO_TIMEOUT_MS = 30000;      // a Worker passed in must answer within this (its script loading included)
 
