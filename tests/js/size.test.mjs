@@ -1,10 +1,11 @@
 // The WebAssembly module and its JS glue stay small enough to embed: under 1.3 MB together,
-// uncompressed, and under 440 kB gzipped (what a page downloads), for each of the two builds (single
+// uncompressed, and under 450 kB gzipped (what a page downloads), for each of the two builds (single
 // thread; pthreads, with its worker script). The budget was 1 MB while the engine ran two
 // architectures, then 1.25 MB / 400 kB; it now carries every decoder architecture, the GGML block
 // types with their SIMD kernels, the tokenizer.json pipeline (regex + Unicode tables), SentencePiece,
 // the interpretability layer and the encoder / encoder-decoder families (BERT, T5, BART, Marian:
-// +19 kB gzipped), with load-time code compiled -Os/-Oz. (binaryen's -Oz at link would take 3 kB
+// +19 kB gzipped) and the SentencePiece conventions of T5, XLM-R and ALBERT (+4.2 kB gzipped, when
+// the pthreads build stood 0.2 kB under the former 440 kB), with load-time code compiled -Os/-Oz. (binaryen's -Oz at link would take 3 kB
 // gzipped off and cost 18% decode speed: not taken.) And the glue has no eval / new
 // Function (strict CSP, see tests/e2e/package_csp and tests/e2e/threads). The sizes the README
 // states (section "Speed") are the sizes built: within 2% of each figure, so a change that grows or
@@ -39,13 +40,13 @@ for (const [build, names] of Object.entries(builds)) {
   const files = names.map((f) => join(root, 'dist/wasm', f));
   const notBuilt = !files.every(existsSync) && 'dist/wasm is not built (node tools/build.mjs --wasm)';
 
-  test(`${build} build: ${names.join(' + ')} < 1.3 MB uncompressed, < 440 kB gzipped`, { skip: notBuilt }, (t) => {
+  test(`${build} build: ${names.join(' + ')} < 1.3 MB uncompressed, < 450 kB gzipped`, { skip: notBuilt }, (t) => {
     const sizes = files.map((f) => statSync(f).size);
     const total = sizes.reduce((a, b) => a + b, 0);
     const gz = files.reduce((a, f) => a + gzipSync(readFileSync(f)).length, 0);
     t.diagnostic(`${names.map((n, i) => `${n} ${sizes[i]} B`).join(' + ')} = ${total} B (${(total / 1024).toFixed(1)} KiB); gzip ${gz} B`);
     assert.ok(total < 1_300_000, `${total} bytes`);
-    assert.ok(gz < 440_000, `${gz} bytes gzipped`);
+    assert.ok(gz < 450_000, `${gz} bytes gzipped`);
     if (!stated) return;
     const { raw, gz: statedGz } = stated[build];
     assert.ok(Math.abs(total - raw) <= 0.02 * raw, `${total} bytes built, README.md states ${raw} (more than 2% apart): update the README`);
