@@ -118,7 +118,11 @@ inline __m128i quad_sums(__m128i a, __m128i b) {
                        _mm_castps_si128(_mm_shuffle_ps(pa, pb, _MM_SHUFFLE(3, 1, 3, 1))));
 }
 
-// Natural order → `lay` (quant_simd.h), in place, per block of 32 (k a multiple of 32).
+// Natural order → `lay` (quant_simd.h), in place, per block of 32 (k a multiple of 32). Not inlined
+// into quantize_row's two branches: one copy (size; it runs once per row of x).
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
 void relayout(Layout lay, int16_t* q, int k, float* d, int32_t* corr) {
   for (int b = 0; b < k / 32; ++b) {
     auto* v = reinterpret_cast<__m128i*>(q + 32 * b);
@@ -335,11 +339,11 @@ void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* o
   for (int r = 0; r < R; ++r) out[r] = lanes_sum(acc[r]) + macc[r];
 }
 
-// R = 4 only where it measured faster than 2 (q4_0: 4 registers of x, few temporaries).
+// R = 4 where it measured faster than 2 (q4_0: 4 registers of x, few temporaries); such a type has
+// no R = 2 (the driver takes the 0-3 rows left one at a time).
 template <class T>
 RowsDot pick(int R) {
-  if constexpr (HasCorr<T>::value)
-    if (R == 4) return &dot_rows<T, 4>;
+  if constexpr (HasCorr<T>::value) return R == 4 ? &dot_rows<T, 4> : R == 1 ? &dot_rows<T, 1> : nullptr;
   return R == 2 ? &dot_rows<T, 2> : R == 1 ? &dot_rows<T, 1> : nullptr;
 }
 
@@ -414,7 +418,7 @@ namespace {
 // Node 20 and native alike): the hardware prefetcher retrains on every restart, and wasm has no
 // prefetch instruction. Two rows per pass is the sweet spot in V8 for most types: three or four rows
 // run out of registers; one row reloads x for every row. q4_0 (no widening, few temporaries) walks
-// four rows m/4 apart, then pairs for the rest. Prefill: blocks of W rows small enough to stay in L2
+// four rows m/4 apart, then the 0-3 rows left one by one. Prefill: blocks of W rows small enough to stay in L2
 // (256 KiB) while every row of x passes over them.
 bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) {
   const qs::Act act = qs::act_of(t);
@@ -422,7 +426,7 @@ bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias,
   const qsimd::RowsDot dot4 = sb ? qsimd::rows_dot_superblock(t, 4) : qsimd::rows_dot_32(t, 4);
   const qsimd::RowsDot dot2 = sb ? qsimd::rows_dot_superblock(t, 2) : qsimd::rows_dot_32(t, 2);
   const qsimd::RowsDot dot1 = sb ? qsimd::rows_dot_superblock(t, 1) : qsimd::rows_dot_32(t, 1);
-  if (!dot2 || !dot1) return false;
+  if (!dot1 || !(dot2 || dot4)) return false;
   const int nb = k / qs::act_block(act);
   const qsimd::Layout lay = qsimd::layout_of(t);
   // Per row of x: q [k] int16, corr [k/32][4] int32, d [nb], s [nb] floats, bsums [k/16] int16
@@ -460,24 +464,24 @@ bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias,
     for (int i = tiled; i < n; ++i) {
       const qsimd::ActRow a = row_of(i);
       float* yi = y + size_t(i) * m + j0;
-      int done = 0;  // rows before `done` are written
-      if (dot4) {    // four streams, each over a quarter of the rows
+      if (dot4) {  // four streams, each over a quarter of the rows
         const int q = rows / 4;
         for (int j = 0; j < q; ++j) {
           float t4[4];
           dot4(wb + size_t(j) * row_bytes, size_t(q) * row_bytes, a, nb, t4);
           for (int r = 0; r < 4; ++r) yi[j + r * q] = t4[r];
         }
-        done = 4 * q;
+        for (int j = 4 * q; j < rows; ++j) dot1(wb + size_t(j) * row_bytes, 0, a, nb, yi + j);
+        continue;
       }
-      const int h = (rows - done) / 2;
-      for (int j = done; j < done + h; ++j) {
+      const int h = rows / 2;
+      for (int j = 0; j < h; ++j) {
         float t2[2];
         dot2(wb + size_t(j) * row_bytes, size_t(h) * row_bytes, a, nb, t2);
         yi[j] = t2[0];
         yi[j + h] = t2[1];
       }
-      if ((rows - done) & 1) dot1(wb + size_t(rows - 1) * row_bytes, 0, a, nb, yi + rows - 1);
+      if (rows & 1) dot1(wb + size_t(rows - 1) * row_bytes, 0, a, nb, yi + rows - 1);
     }
     if (bias)
       for (int i = 0; i < n; ++i)
