@@ -181,6 +181,16 @@ function targets(cases) {
         q ? `${q.toFixed(1)} GOP/s` : '');
     }
   }
+  // 5. 4-bit decode (issue 14): q4_0 against our own q8_0 on the rand42M shape (both streamed from
+  //    memory): the matvecs of one token, tokens/s ratio
+  {
+    const r42 = (dt) => [...cases.values()].find((x) => x.kernel === 'decode' && x.dtype === dt && x.m === 57);
+    const a = r42('q4_0'), b = r42('q8_0');
+    const ta = a?.ms['wasm simd']?.med, tb = b?.ms['wasm simd']?.med;
+    check('q4_0 / q8_0 decode rand42M, matvecs (wasm)', ta && tb ? tb / ta : null, 1.4, 'x',
+      ta && tb ? `${a.b['wasm simd'].med.toFixed(1)} vs ${b.b['wasm simd'].med.toFixed(1)} GB/s, ` +
+        `${a.g['wasm simd'].med.toFixed(1)} vs ${b.g['wasm simd'].med.toFixed(1)} GOP/s` : '');
+  }
   console.log('\nTargets (wasm, Node ' + process.versions.node + ', single thread)');
   for (const r of out) console.log(`  ${pad(r[0], 44)} ${padl(r[1], 16)}  ${pad(r[2], 14)} ${pad(r[3], 5)} ${r[4]}`);
 }

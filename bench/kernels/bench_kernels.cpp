@@ -253,13 +253,18 @@ void bench_quant(const Options& o, attnlens::DType dt, const Shape& s, bool quic
 // order; "m" in the output is the number of matvecs. tokens/s of these matvecs alone = 1000 / ms.
 // Super-block types (k a multiple of 256) use the stories110M shape instead (dim 768, hidden 2048,
 // 12 layers: 117M weights), so their rows are whole super-blocks.
-void bench_decode(const Options& o, attnlens::DType dt) {
+// With rand42M (block-of-32 types only), the shape of the peers' rand42M GGUFs (dim 512, hidden
+// 1376, 8 layers, vocab 32000: 41.7M weights, 23 MB in q4_0, 44 MB in q8_0, both more than
+// the 32 MiB L3): streamed from memory as in the whole-model decode (bench/models.mjs).
+void bench_decode(const Options& o, attnlens::DType dt, bool rand42m = false) {
   const bool f32 = dt == attnlens::DType::F32;
   const bool sb = !f32 && attnlens::dtype_block_elems(dt) == 256;
   char name[96];
-  std::snprintf(name, sizeof name, "decode_%s %s", attnlens::dtype_name(dt), sb ? "stories110M" : "stories15M");
+  std::snprintf(name, sizeof name, "decode_%s %s", attnlens::dtype_name(dt),
+                rand42m ? "rand42M" : sb ? "stories110M" : "stories15M");
   if (!selected(o, name)) return;
-  const int dim = sb ? 768 : 288, hidden = sb ? 2048 : 768, layers = sb ? 12 : 6, vocab = 32000;
+  const int dim = rand42m ? 512 : sb ? 768 : 288, hidden = rand42m ? 1376 : sb ? 2048 : 768;
+  const int layers = rand42m ? 8 : sb ? 12 : 6, vocab = 32000;
   struct Mat {
     int k, m;
     size_t off;  // in floats (f32) or bytes
@@ -378,5 +383,7 @@ int main(int argc, char** argv) {
   }
   bench_decode(o, DType::F32);
   for (DType dt : quant) bench_decode(o, dt);
+  if (!quick)
+    for (DType dt : {DType::Q8_0, DType::Q4_0}) bench_decode(o, dt, true);
   return 0;
 }

@@ -5,13 +5,15 @@
 // quant_k.cpp has the super-blocks of 256.
 //
 // Per block of 32 weights: the weights become 4 vectors of 8 int16 (q8_0: four widening loads;
-// 4-bit: one 16-byte load, the nibbles masked out and widened), 4 i32x4.dot_i16x8_s with the
+// 4-bit: one 16-byte load, the nibbles masked out and widened; q4_0: one mask or shift per 8
+// weights, no widening, against activations laid out for it, quant_simd.h), 4 i32x4.dot_i16x8_s with the
 // activation block (8 exact int products each) and 3 adds give Σ q·xq in int32 lanes, scaled once by
 // d·dx in f32. 4-wide SIMD without FMA is compute-bound at these bytes/s in wasm: converting each
 // weight to f32 instead would take 8 widenings, 8 conversions and 8 multiply + 8 add per 32.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/tensor.h"
 #include "kernels/kernels.h"
@@ -84,7 +86,70 @@ inline int scale_round(const float* x, int n, float scale, int16_t* xq) {
 
 }  // namespace
 
-void quantize_row(qs::Act act, const float* x, int k, int16_t* q, float* d, float* s, int16_t* bsums) {
+Layout layout_of(DType t) {
+  switch (t) {
+    case DType::Q4_0: return Layout::Nib4;
+    case DType::Q4_K: return Layout::EvenOdd16;
+    default: return Layout::Natural;
+  }
+}
+
+namespace {
+
+// The 8 even and the 8 odd int16 lanes of (a, b): elements 0..15 in EvenOdd16 order.
+inline void even_odd(__m128i a, __m128i b, __m128i* even, __m128i* odd) {
+#if defined(__wasm_simd128__)
+  *even = wasm_i16x8_shuffle(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+  *odd = wasm_i16x8_shuffle(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
+  const __m128i split = _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+  a = _mm_shuffle_epi8(a, split);
+  b = _mm_shuffle_epi8(b, split);
+  *even = _mm_unpacklo_epi64(a, b);
+  *odd = _mm_unpackhi_epi64(a, b);
+#endif
+}
+
+// Σ of each 4 consecutive int16 of (a, b) as int32x4: pairs by dot_i16x8 with ones, then pairs of pairs.
+inline __m128i quad_sums(__m128i a, __m128i b) {
+  const __m128i one = _mm_set1_epi16(1);
+  const __m128 pa = _mm_castsi128_ps(_mm_madd_epi16(a, one)), pb = _mm_castsi128_ps(_mm_madd_epi16(b, one));
+  return _mm_add_epi32(_mm_castps_si128(_mm_shuffle_ps(pa, pb, _MM_SHUFFLE(2, 0, 2, 0))),
+                       _mm_castps_si128(_mm_shuffle_ps(pa, pb, _MM_SHUFFLE(3, 1, 3, 1))));
+}
+
+// Natural order → `lay` (quant_simd.h), in place, per block of 32 (k a multiple of 32). Not inlined
+// into quantize_row's two branches: one copy (size; it runs once per row of x).
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+void relayout(Layout lay, int16_t* q, int k, float* d, int32_t* corr) {
+  for (int b = 0; b < k / 32; ++b) {
+    auto* v = reinterpret_cast<__m128i*>(q + 32 * b);
+    __m128i e0, o0, e1, o1;
+    even_odd(_mm_load_si128(v), _mm_load_si128(v + 1), &e0, &o0);
+    even_odd(_mm_load_si128(v + 2), _mm_load_si128(v + 3), &e1, &o1);
+    if (lay == Layout::Nib4) {
+      // corr lane j: −8 · 256 · Σ of elements 4j..4j+3 and 16+4j..19+4j (the lanes of Q4_0::isum).
+      const __m128i s = _mm_add_epi32(quad_sums(_mm_load_si128(v), _mm_load_si128(v + 1)),
+                                      quad_sums(_mm_load_si128(v + 2), _mm_load_si128(v + 3)));
+      _mm_store_si128(reinterpret_cast<__m128i*>(corr) + b, _mm_sub_epi32(_mm_setzero_si128(), _mm_slli_epi32(s, 11)));
+      e0 = _mm_slli_epi16(e0, 8);
+      e1 = _mm_slli_epi16(e1, 4);
+      o1 = _mm_slli_epi16(o1, 8);
+      d[b] *= 1.f / 256;
+    }
+    _mm_store_si128(v, e0);
+    _mm_store_si128(v + 1, o0);
+    _mm_store_si128(v + 2, e1);
+    _mm_store_si128(v + 3, o1);
+  }
+}
+
+}  // namespace
+
+void quantize_row(qs::Act act, Layout lay, const float* x, int k, int16_t* q, float* d, float* s, int16_t* bsums,
+                  int32_t* corr) {
   if (act != qs::Act::Q8_K) {
     // q8_0 / q8_1: per 32, d = f16(amax/127), q = round(x·127/amax), s = f16(d·Σq).
     for (int b = 0; b < k / 32; ++b) {
@@ -94,6 +159,7 @@ void quantize_row(qs::Act act, const float* x, int k, int16_t* q, float* d, floa
       d[b] = f16_rounded(db);
       if (act == qs::Act::Q8_1) s[b] = f16_rounded(db * float(sum));
     }
+    if (lay != Layout::Natural) relayout(lay, q, k, d, corr);
     return;
   }
   // q8_K: per 256, max = the first x of largest |x|, iscale = −127/max, q = round(iscale·x) (≤ 127 in
@@ -114,6 +180,7 @@ void quantize_row(qs::Act act, const float* x, int k, int16_t* q, float* d, floa
     for (int j = 0; j < 16; ++j) bsums[16 * b + j] = int16_t(scale_round(xb + 16 * j, 16, iscale, qb16 + 16 * j));
     d[b] = 1.f / iscale;
   }
+  if (lay != Layout::Natural) relayout(lay, q, k, d, corr);  // EvenOdd16 only: d stays
 }
 
 namespace {
@@ -147,17 +214,25 @@ struct Q8_0 {
   }
 };
 
-// 16 bytes of nibbles: low nibbles are elements 0..15, high nibbles 16..31.
+// 16 bytes of nibbles: low nibbles are elements 0..15, high nibbles 16..31. x in Layout::Nib4: the
+// four masks give the products ×256 (quant_simd.h), corr the −8.
 struct Q4_0 {
   static constexpr int kBytes = qb::kBytesQ4_0, kD = 0, kM = -1;
+  static constexpr bool kCorr = true;
   static __m128i isum(const uint8_t* blk, const int16_t* x) {
-    const __m128i v = load16(blk + 2);
-    const __m128i lo = _mm_sub_epi8(nib_lo(v), bytes(8)), hi = _mm_sub_epi8(nib_hi(v), bytes(8));
-    return _mm_add_epi32(dot16_s8(lo, x), dot16_s8(hi, x + 16));
+    __m128i w[4];
+    decode(blk, w);
+    const __m128i* xv = reinterpret_cast<const __m128i*>(x);
+    const __m128i a = _mm_madd_epi16(w[0], _mm_load_si128(xv)), b = _mm_madd_epi16(w[1], _mm_load_si128(xv + 1));
+    const __m128i c = _mm_madd_epi16(w[2], _mm_load_si128(xv + 2)), d = _mm_madd_epi16(w[3], _mm_load_si128(xv + 3));
+    return _mm_add_epi32(_mm_add_epi32(a, b), _mm_add_epi32(c, d));
   }
   static void decode(const uint8_t* blk, __m128i* w) {
     const __m128i v = load16(blk + 2);
-    widen_s8(_mm_sub_epi8(nib_lo(v), bytes(8)), _mm_sub_epi8(nib_hi(v), bytes(8)), w);
+    w[0] = _mm_and_si128(v, _mm_set1_epi16(0x000F));
+    w[1] = _mm_and_si128(v, _mm_set1_epi16(0x0F00));
+    w[2] = _mm_and_si128(v, _mm_set1_epi16(0x00F0));
+    w[3] = _mm_srli_epi16(v, 12);
   }
 };
 
@@ -226,7 +301,15 @@ struct IQ4_NL {
   }
 };
 
+// Whether T's integer sum takes the activation row's corr (Layout::Nib4).
+template <class T, class = void>
+struct HasCorr : std::false_type {};
+template <class T>
+struct HasCorr<T, std::void_t<decltype(T::kCorr)>> : std::bool_constant<T::kCorr> {};
+
 // Rows w[0..R) (`stride` bytes apart) · x, one block per iteration, the activation loads shared.
+// The activation pointers advance with the block (emscripten builds with LLVM's loop strength
+// reduction off, so `a.q + 32 * b` would cost a shift and an add per pointer and block in V8).
 template <class T, int R>
 void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* out) {
   const F16 f16;
@@ -236,26 +319,32 @@ void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* o
     acc[r] = _mm_setzero_ps();
     macc[r] = 0.f;
   }
-  const uint8_t* p = w;
+  const int16_t* xb = a.q;
+  const float *dx = a.d, *sx = a.s;
+  const __m128i* cx = reinterpret_cast<const __m128i*>(a.corr);
+  const uint8_t* const end = w + size_t(nb) * T::kBytes;
   // Unrolling (clang's default here) makes V8 spill: keep one block per iteration.
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
 #endif
-  for (int b = 0; b < nb; ++b, p += T::kBytes) {
-    const int16_t* xb = a.q + 32 * b;
-    const float dx = a.d[b];
+  for (const uint8_t* p = w; p != end; p += T::kBytes, xb += 32, ++dx, ++sx, ++cx) {
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = p + r * stride;
-      acc[r] = scale_add(acc[r], T::isum(blk, xb), f16(blk + T::kD) * dx);
-      if constexpr (T::kM >= 0) macc[r] += f16(blk + T::kM) * a.s[b];
+      __m128i s = T::isum(blk, xb);
+      if constexpr (HasCorr<T>::value) s = _mm_add_epi32(s, _mm_load_si128(cx));
+      acc[r] = scale_add(acc[r], s, f16(blk + T::kD) * *dx);
+      if constexpr (T::kM >= 0) macc[r] += f16(blk + T::kM) * *sx;
     }
   }
   for (int r = 0; r < R; ++r) out[r] = lanes_sum(acc[r]) + macc[r];
 }
 
+// R = 4 where it measured faster than 2 (q4_0: 4 registers of x, few temporaries); such a type has
+// no R = 2 (the driver takes the 0-3 rows left one at a time).
 template <class T>
 RowsDot pick(int R) {
-  return R == 2 ? &dot_rows<T, 2> : &dot_rows<T, 1>;
+  if constexpr (HasCorr<T>::value) return R == 4 ? &dot_rows<T, 4> : R == 1 ? &dot_rows<T, 1> : nullptr;
+  return R == 2 ? &dot_rows<T, 2> : R == 1 ? &dot_rows<T, 1> : nullptr;
 }
 
 // The prefill tile (quant_simd.h TileDot): per block, W's 32 weights are decoded once into 4 int16
@@ -271,6 +360,7 @@ void tile_32(const uint8_t* w, const ActRow& a, size_t a_stride, int nb, float* 
   for (int t = 0; t < NT; ++t) acc[t] = _mm_setzero_ps();
   const auto* q0 = reinterpret_cast<const uint8_t*>(a.q);
   const auto* d0 = reinterpret_cast<const uint8_t*>(a.d);
+  const auto* c0 = reinterpret_cast<const uint8_t*>(a.corr);
   const uint8_t* p = w;
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
@@ -283,8 +373,11 @@ void tile_32(const uint8_t* w, const ActRow& a, size_t a_stride, int nb, float* 
       const auto* xv = reinterpret_cast<const __m128i*>(reinterpret_cast<const int16_t*>(q0 + t * a_stride) + 32 * b);
       const __m128i s0 = _mm_madd_epi16(wv[0], _mm_load_si128(xv)), s1 = _mm_madd_epi16(wv[1], _mm_load_si128(xv + 1));
       const __m128i s2 = _mm_madd_epi16(wv[2], _mm_load_si128(xv + 2)), s3 = _mm_madd_epi16(wv[3], _mm_load_si128(xv + 3));
+      __m128i s = _mm_add_epi32(_mm_add_epi32(s0, s1), _mm_add_epi32(s2, s3));
+      if constexpr (HasCorr<T>::value)
+        s = _mm_add_epi32(s, _mm_load_si128(reinterpret_cast<const __m128i*>(c0 + t * a_stride) + b));
       const float dx = reinterpret_cast<const float*>(d0 + t * a_stride)[b];
-      acc[t] = scale_add(acc[t], _mm_add_epi32(_mm_add_epi32(s0, s1), _mm_add_epi32(s2, s3)), dw * dx);
+      acc[t] = scale_add(acc[t], s, dw * dx);
     }
   }
   for (int t = 0; t < NT; ++t) out[t * out_stride] = lanes_sum(acc[t]) + 0.f;
@@ -323,32 +416,36 @@ namespace {
 // the matrix as one long sequential stream. Reading adjacent rows side by side instead (2 or 4
 // short streams that restart every row) measured 2-3× slower from DRAM on this machine (AMD EPYC,
 // Node 20 and native alike): the hardware prefetcher retrains on every restart, and wasm has no
-// prefetch instruction. Two rows per pass is the sweet spot in V8: three or four rows run out of
-// registers; one row reloads x for every row. Prefill: blocks of W rows small enough to stay in L2
+// prefetch instruction. Two rows per pass is the sweet spot in V8 for most types: three or four rows
+// run out of registers; one row reloads x for every row. q4_0 (no widening, few temporaries) walks
+// four rows m/4 apart, then the 0-3 rows left one by one. Prefill: blocks of W rows small enough to stay in L2
 // (256 KiB) while every row of x passes over them.
 bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) {
   const qs::Act act = qs::act_of(t);
   const bool sb = act == qs::Act::Q8_K;
+  const qsimd::RowsDot dot4 = sb ? qsimd::rows_dot_superblock(t, 4) : qsimd::rows_dot_32(t, 4);
   const qsimd::RowsDot dot2 = sb ? qsimd::rows_dot_superblock(t, 2) : qsimd::rows_dot_32(t, 2);
   const qsimd::RowsDot dot1 = sb ? qsimd::rows_dot_superblock(t, 1) : qsimd::rows_dot_32(t, 1);
-  if (!dot2 || !dot1) return false;
+  if (!dot1 || !(dot2 || dot4)) return false;
   const int nb = k / qs::act_block(act);
-  // Per row of x: q [k] int16, d [nb], s [nb] floats, bsums [k/16] int16 (k % 32 == 0 keeps every
-  // part 16-byte aligned when the row start is).
-  const size_t row_stride = size_t(k) * 2 + size_t(nb) * 8 + size_t(k / 16) * 2;
+  const qsimd::Layout lay = qsimd::layout_of(t);
+  // Per row of x: q [k] int16, corr [k/32][4] int32, d [nb], s [nb] floats, bsums [k/16] int16
+  // (k % 32 == 0 keeps q and corr 16-byte aligned when the row start is).
+  const size_t row_stride = size_t(k) * 2 + size_t(nb) * 8 + size_t(k / 16) * 2 + size_t(k / 32) * 16;
   const size_t stride16 = (row_stride + 15) / 16 * 16;
   auto* buf = static_cast<uint8_t*>(scratch::get(scratch::kActivations, size_t(n) * stride16));
   if (!buf) return false;
   auto row_of = [&](int i) {
     uint8_t* p = buf + size_t(i) * stride16;
     auto* q = reinterpret_cast<int16_t*>(p);
-    auto* d = reinterpret_cast<float*>(p + size_t(k) * 2);
-    return qsimd::ActRow{q, d, d + nb, reinterpret_cast<int16_t*>(d + 2 * nb)};
+    auto* corr = reinterpret_cast<int32_t*>(p + size_t(k) * 2);
+    auto* d = reinterpret_cast<float*>(corr + k / 8);
+    return qsimd::ActRow{q, d, d + nb, reinterpret_cast<int16_t*>(d + 2 * nb), corr};
   };
   for (int i = 0; i < n; ++i) {
     const qsimd::ActRow r = row_of(i);
-    qsimd::quantize_row(act, x + size_t(i) * k, k, const_cast<int16_t*>(r.q), const_cast<float*>(r.d),
-                        const_cast<float*>(r.s), const_cast<int16_t*>(r.bsums));
+    qsimd::quantize_row(act, lay, x + size_t(i) * k, k, const_cast<int16_t*>(r.q), const_cast<float*>(r.d),
+                        const_cast<float*>(r.s), const_cast<int16_t*>(r.bsums), const_cast<int32_t*>(r.corr));
   }
   const size_t row_bytes = qb::row_bytes(t, k);
   const int block = n == 1 ? m : std::max(2, int((256 << 10) / row_bytes));
@@ -359,7 +456,6 @@ bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias,
   for (int j0 = 0; j0 < m; j0 += block) {
     const int rows = std::min(block, m - j0);
     const uint8_t* wb = w + size_t(j0) * row_bytes;
-    const int half = rows / 2;
     for (int i = 0; i < tiled; i += qsimd::kTileTokens) {
       const qsimd::ActRow a = row_of(i);
       float* yi = y + size_t(i) * m + j0;
@@ -368,11 +464,22 @@ bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias,
     for (int i = tiled; i < n; ++i) {
       const qsimd::ActRow a = row_of(i);
       float* yi = y + size_t(i) * m + j0;
-      for (int j = 0; j < half; ++j) {
+      if (dot4) {  // four streams, each over a quarter of the rows
+        const int q = rows / 4;
+        for (int j = 0; j < q; ++j) {
+          float t4[4];
+          dot4(wb + size_t(j) * row_bytes, size_t(q) * row_bytes, a, nb, t4);
+          for (int r = 0; r < 4; ++r) yi[j + r * q] = t4[r];
+        }
+        for (int j = 4 * q; j < rows; ++j) dot1(wb + size_t(j) * row_bytes, 0, a, nb, yi + j);
+        continue;
+      }
+      const int h = rows / 2;
+      for (int j = 0; j < h; ++j) {
         float t2[2];
-        dot2(wb + size_t(j) * row_bytes, size_t(half) * row_bytes, a, nb, t2);
+        dot2(wb + size_t(j) * row_bytes, size_t(h) * row_bytes, a, nb, t2);
         yi[j] = t2[0];
-        yi[j + half] = t2[1];
+        yi[j + h] = t2[1];
       }
       if (rows & 1) dot1(wb + size_t(rows - 1) * row_bytes, 0, a, nb, yi + rows - 1);
     }

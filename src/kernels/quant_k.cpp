@@ -1,7 +1,8 @@
 // Dot products with super-block weights (q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs: 256 weights with 8
 // or 16 integer sub-block scales, quant_blocks.h) against q8_K activations (quant_scalar.h). Per
 // super-block and row, everything stays in int32 lanes: each sub-block's Σ q·xq (the quants widened
-// to int16, i32x4.dot_i16x8_s with the activations), times its integer scale (i32x4.mul), summed;
+// to int16, i32x4.dot_i16x8_s with the activations), times its integer scale (i32x4.mul; q4_K: two
+// sub-blocks' lanes as int16 pairs against their two scales in one i32x4.dot_i16x8_s), summed;
 // the mins (q2_K/q4_K/q5_K) and the offsets of the signed types (q3_K: q − 4, q6_K: q − 32, which
 // the kernels keep unsigned) come from the activations' sums per 16 (bsums) in one more
 // dot_i16x8 pair. One float multiply-add per super-block and row then applies d·dx (and dmin·dx).
@@ -19,6 +20,13 @@ namespace attnlens::kernels::qsimd {
 namespace {
 
 inline __m128i mul_scale(__m128i s, int scale) { return _mm_mullo_epi32(s, _mm_set1_epi32(scale)); }
+
+// Σ over 16 elements in int16 lanes (even: the 8 even elements, odd: the 8 odd ones) × x in
+// Layout::EvenOdd16.
+inline __m128i dot_eo(__m128i even, __m128i odd, const int16_t* x) {
+  const __m128i* xv = reinterpret_cast<const __m128i*>(x);
+  return _mm_add_epi32(_mm_madd_epi16(even, _mm_load_si128(xv)), _mm_madd_epi16(odd, _mm_load_si128(xv + 1)));
+}
 
 // Moves bit `from` of every byte to bit `to` (0..7) and clears the rest (mask = 1 << to). The shifts
 // are 16-bit, so bits cross between the two bytes of a lane, but none lands on bit `to`: a left
@@ -56,6 +64,8 @@ inline __m128 k45_superblock(const uint8_t* blk, const int16_t* x, const int16_t
                              const F16& f16) {
   uint8_t sc[8], mn[8];
   k4_unpack(blk + 4, sc, mn);
+  alignas(16) int32_t sc16[4];  // (sc[2c], sc[2c+1]) as two int16
+  _mm_store_si128(reinterpret_cast<__m128i*>(sc16), lo_u16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
   const uint8_t* qs = blk + (Q5 ? 48 : 16);
   __m128i h0 = _mm_setzero_si128(), h1 = _mm_setzero_si128();
   if constexpr (Q5) {
@@ -68,6 +78,23 @@ inline __m128 k45_superblock(const uint8_t* blk, const int16_t* x, const int16_t
 #endif
   for (int c = 0; c < 4; ++c) {
     const __m128i v0 = load16(qs + 32 * c), v1 = load16(qs + 32 * c + 16);
+    const int16_t* xc = x + 64 * c;
+    if constexpr (!Q5) {
+      // x in Layout::EvenOdd16. Lane i of v0 (as int16) holds elements 2i (bits 0-3) and 2i + 1
+      // (bits 8-11) of sub-block 2c, at bits 4-7 and 12-15 those of sub-block 2c + 1; v1 the same
+      // for elements 16 + 2i, 17 + 2i.
+      const __m128i m = _mm_set1_epi16(0x000F);
+      const __m128i s_lo = _mm_add_epi32(dot_eo(_mm_and_si128(v0, m), _mm_and_si128(_mm_srli_epi16(v0, 8), m), xc),
+                                         dot_eo(_mm_and_si128(v1, m), _mm_and_si128(_mm_srli_epi16(v1, 8), m), xc + 16));
+      const __m128i s_hi = _mm_add_epi32(dot_eo(_mm_and_si128(_mm_srli_epi16(v0, 4), m), _mm_srli_epi16(v0, 12), xc + 32),
+                                         dot_eo(_mm_and_si128(_mm_srli_epi16(v1, 4), m), _mm_srli_epi16(v1, 12), xc + 48));
+      // Both scales in one i32x4.dot_i16x8_s: each lane of s_lo / s_hi is a sum of 8 products
+      // (|·| ≤ 8·15·127 = 15240) and fits int16, so lane j of (s_lo, s_hi) interleaved as int16 pairs
+      // times the pair (sc[2c], sc[2c+1]) is sc[2c]·s_lo[j] + sc[2c+1]·s_hi[j]: mul_scale's lanes.
+      const __m128i pair = _mm_blend_epi16(s_lo, _mm_slli_epi32(s_hi, 16), 0xAA);
+      isum = _mm_add_epi32(isum, _mm_madd_epi16(pair, _mm_set1_epi32(sc16[c])));
+      continue;
+    }
     __m128i lo0 = nib_lo(v0), lo1 = nib_lo(v1), hi0 = nib_hi(v0), hi1 = nib_hi(v1);
     if constexpr (Q5) {  // 5th bit of element 64c + l: bit 2c of qh[l]; of 64c + 32 + l: bit 2c + 1
       lo0 = _mm_or_si128(lo0, bit_to(h0, 2 * c, 4, 0x10));
@@ -75,7 +102,6 @@ inline __m128 k45_superblock(const uint8_t* blk, const int16_t* x, const int16_t
       hi0 = _mm_or_si128(hi0, bit_to(h0, 2 * c + 1, 4, 0x10));
       hi1 = _mm_or_si128(hi1, bit_to(h1, 2 * c + 1, 4, 0x10));
     }
-    const int16_t* xc = x + 64 * c;
     const __m128i s_lo = _mm_add_epi32(dot16_u8(lo0, xc), dot16_u8(lo1, xc + 16));
     const __m128i s_hi = _mm_add_epi32(dot16_u8(hi0, xc + 32), dot16_u8(hi1, xc + 48));
     isum = _mm_add_epi32(isum, _mm_add_epi32(mul_scale(s_lo, sc[2 * c]), mul_scale(s_hi, sc[2 * c + 1])));
@@ -227,12 +253,22 @@ struct IQ4_XS {
 // chunk is 4 i32x4.dot_i16x8_s. Element e lands in lane (e mod 8)/2 as in the super-block functions
 // above and the integers are exact, so each lane holds the same int32; the offsets/mins and the float
 // steps are the same operations in the same order: the bits of dot_rows (test_kernels_quant).
-inline void widen_scaled(__m128i lo16, __m128i hi16, int scale, __m128i* w) {  // 32 unsigned bytes × scale
-  const __m128i s = _mm_set1_epi16(int16_t(scale));
-  w[0] = _mm_mullo_epi16(lo_u16(lo16), s);
-  w[1] = _mm_mullo_epi16(hi_u16(lo16), s);
-  w[2] = _mm_mullo_epi16(lo_u16(hi16), s);
-  w[3] = _mm_mullo_epi16(hi_u16(hi16), s);
+// 32 unsigned bytes × scale: natural order (x in Layout::Natural) or, with EO, per 16 bytes the even
+// ones then the odd ones (x in Layout::EvenOdd16).
+template <bool EO>
+inline void widen_scaled(__m128i lo16, __m128i hi16, __m128i s_lo, __m128i s_hi, __m128i* w) {
+  if constexpr (EO) {
+    const __m128i m = _mm_set1_epi16(0x00FF);
+    w[0] = _mm_mullo_epi16(_mm_and_si128(lo16, m), s_lo);
+    w[1] = _mm_mullo_epi16(_mm_srli_epi16(lo16, 8), s_lo);
+    w[2] = _mm_mullo_epi16(_mm_and_si128(hi16, m), s_hi);
+    w[3] = _mm_mullo_epi16(_mm_srli_epi16(hi16, 8), s_hi);
+  } else {
+    w[0] = _mm_mullo_epi16(lo_u16(lo16), s_lo);
+    w[1] = _mm_mullo_epi16(hi_u16(lo16), s_lo);
+    w[2] = _mm_mullo_epi16(lo_u16(hi16), s_hi);
+    w[3] = _mm_mullo_epi16(hi_u16(hi16), s_hi);
+  }
 }
 
 // Per super-block: the 8 (or 16) integer scales and the bsums coefficients (mins, or q6_K's 32·sc).
@@ -265,7 +301,8 @@ struct K45Tile {
       lo = _mm_or_si128(lo, _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(load16(blk + 16), mask), mask), bytes(0x10)));
       hi = _mm_or_si128(hi, _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(load16(blk + 32), mask), mask), bytes(0x10)));
     }
-    widen_scaled(lo, hi, st.sc[j], w);
+    const __m128i s = _mm_set1_epi16(int16_t(st.sc[j]));
+    widen_scaled<!Q5>(lo, hi, s, s, w);
   }
   static __m128 finish(const SbState& st, __m128i isum, const int16_t* bs, float dx, __m128 acc) {
     acc = scale_add(acc, isum, st.d * dx);
@@ -293,11 +330,7 @@ struct Q6Tile {
     const __m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(load16(ql + 16), nshift), bytes(0x0F)),
                                     _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(load16(qh + 16), hshift), bytes(0x03)), 4));
     const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192) + 8 * h + 2 * s;
-    const __m128i s_lo = _mm_set1_epi16(int16_t(sc[0])), s_hi = _mm_set1_epi16(int16_t(sc[1]));
-    w[0] = _mm_mullo_epi16(lo_u16(lo), s_lo);
-    w[1] = _mm_mullo_epi16(hi_u16(lo), s_lo);
-    w[2] = _mm_mullo_epi16(lo_u16(hi), s_hi);
-    w[3] = _mm_mullo_epi16(hi_u16(hi), s_hi);
+    widen_scaled<false>(lo, hi, _mm_set1_epi16(int16_t(sc[0])), _mm_set1_epi16(int16_t(sc[1])), w);
   }
   static __m128 finish(const SbState& st, __m128i isum, const int16_t* bs, float dx, __m128 acc) {
     return scale_add(acc, _mm_sub_epi32(isum, bsum_dot(st.c_lo, st.c_hi, bs)), st.d * dx);
@@ -345,19 +378,17 @@ void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* o
   const F16 f16;
   __m128 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm_setzero_ps();
-  const uint8_t* p = w;
-  for (int b = 0; b < nb; ++b, p += T::kBytes) {
-    const int16_t* xb = a.q + 256 * b;
-    const int16_t* bs = a.bsums + 16 * b;
-    const float dx = a.d[b];
-    for (int r = 0; r < R; ++r) acc[r] = T::superblock(p + r * stride, xb, bs, dx, acc[r], f16);
-  }
+  const int16_t *xb = a.q, *bs = a.bsums;
+  const float* dx = a.d;
+  const uint8_t* const end = w + size_t(nb) * T::kBytes;
+  for (const uint8_t* p = w; p != end; p += T::kBytes, xb += 256, bs += 16, ++dx)  // (quant.cpp: why pointers)
+    for (int r = 0; r < R; ++r) acc[r] = T::superblock(p + r * stride, xb, bs, *dx, acc[r], f16);
   for (int r = 0; r < R; ++r) out[r] = lanes_sum(acc[r]);
 }
 
 template <class T>
 RowsDot pick(int R) {
-  return R == 2 ? &dot_rows<T, 2> : &dot_rows<T, 1>;
+  return R == 2 ? &dot_rows<T, 2> : R == 1 ? &dot_rows<T, 1> : nullptr;
 }
 
 }  // namespace

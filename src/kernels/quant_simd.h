@@ -30,18 +30,41 @@
 namespace attnlens::kernels::qsimd {
 
 // One quantized row of x: int16 values [k], scales d [k/32 or k/256], q8_1's s [k/32], q8_K's
-// Σ per 16 [k/16].
+// Σ per 16 [k/16], and for Layout::Nib4 a correction per block of 32 (4 int32 lanes).
 struct ActRow {
   const int16_t* q;
   const float* d;
   const float* s;
   const int16_t* bsums;
+  const int32_t* corr;
 };
+
+// How the int16 values of a row are laid out, chosen by the weight type so that its kernel needs
+// the fewest operations to bring the weights next to them (the values and the sums are those of
+// quant_scalar.h in every layout; only their order and a power-of-two factor differ):
+//   Natural    element order.
+//   EvenOdd16  per 16 elements, the 8 even ones then the 8 odd ones. A 16-byte vector of weights
+//              read as 8 int16 lanes holds element 2i in the low byte of lane i and 2i + 1 in the
+//              high byte: `v & 0x00FF` and `v >> 8` (one operation each, or one more for a nibble)
+//              are the two halves in int16 lanes, no byte widening (q4_K).
+//   Nib4       q4_0: per block of 32, four vectors of 8 lanes, 256·x[2i], x[2i+1], 16·x[16+2i],
+//              256·x[17+2i]. The 16 nibble bytes read as int16 lanes hold nibbles 2i, 16+2i, 2i+1,
+//              17+2i at bits 0, 4, 8, 12: `v & 0x000F`, `v & 0x00F0`, `v & 0x0F00` and `v >> 12`
+//              against those four vectors give every product times 256 (|256·x| ≤ 32512 fits
+//              int16), one operation per 8 weights. corr (lane j: −2048·Σ of the 8 x of lane j)
+//              adds q4_0's −8; d is stored ×2^-8, so (d_w·d_x)·Σ comes out bitwise as in Natural
+//              (power-of-two factors are exact in the conversions and products).
+enum class Layout { Natural, EvenOdd16, Nib4 };
 
 #if ATTNLENS_QUANT_SIMD
 
-// Quantizes one row of x (k a multiple of the activation block) in the format `act` (quant_scalar.h).
-void quantize_row(qs::Act act, const float* x, int k, int16_t* q, float* d, float* s, int16_t* bsums);
+// The layout the kernels of weight type t read.
+Layout layout_of(DType t);
+
+// Quantizes one row of x (k a multiple of the activation block) in the format `act` (quant_scalar.h)
+// and the layout `lay`.
+void quantize_row(qs::Act act, Layout lay, const float* x, int k, int16_t* q, float* d, float* s, int16_t* bsums,
+                  int32_t* corr);
 
 // The f16 block scale as f32. Natively with F16C one instruction; otherwise (wasm) a 256 KiB table
 // built on first use: one scalar load per block instead of ~12 integer ops, and the entries a
