@@ -16,9 +16,12 @@
 //     lens-full  + the full lens logits [layer][position][vocab]
 //
 // --decode-only leaves out the forward group (bench/interp.mjs's A/B runs of decode alone).
+// --variant off|noop-hooks|top-k [--calls C]: no timing rounds, only C (default 1) greedy decodes of that
+// variant after the set-up, for counting instructions (valgrind --tool=callgrind; bench/interp.mjs
+// --instructions): the difference of two counts with different C is what one decode of the variant costs.
 //
 // usage: bench_interp MODEL_FILE... [--steps 128] [--n 64] [--k 10] [--rounds 7] [--label NAME] [--quick]
-//                     [--decode-only]
+//                     [--decode-only] [--variant NAME [--calls C]]
 // One JSON line per variant on stdout; progress on stderr.
 #include <algorithm>
 #include <cstdio>
@@ -74,6 +77,8 @@ struct Options {
   std::string label;
   int steps = 128, n = 64, k = 10, rounds = 7;
   bool decode_only = false;
+  std::string variant;
+  int calls = 1;
 };
 
 [[noreturn]] void usage(const char* msg) {
@@ -96,6 +101,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--rounds") o.rounds = value();
     else if (a == "--quick") o.rounds = 3;
     else if (a == "--decode-only") o.decode_only = true;
+    else if (a == "--calls") o.calls = value();
+    else if (a == "--variant") {
+      if (i + 1 >= argc) usage("missing value after --variant");
+      o.variant = argv[++i];
+    }
     else if (a == "--label") {
       if (i + 1 >= argc) usage("missing value after --label");
       o.label = argv[++i];
@@ -196,6 +206,14 @@ int main(int argc, char** argv) {
     return (cpu_ms() - t0) / forward_reps;
   };
 
+  if (!o.variant.empty()) {  // counting instructions: one variant, o.calls decodes, nothing else
+    int v = 0;
+    while (v < kDecodeVariants && o.variant != decode_names[v]) ++v;
+    if (v == kDecodeVariants) usage(("unknown variant " + o.variant).c_str());
+    decode_reps = std::max(0, o.calls);
+    report(o, "decode", decode_names[v], decode_reps ? decode(v) : 0., "tok_s", 1.);
+    return int(noop.sink_ < 0);
+  }
   std::vector<std::vector<double>> dec(kDecodeVariants), fwd(4);
   for (int v = 0; v < kDecodeVariants; ++v) decode(v);  // warm-up (wasm tiers up), then calibration
   const int forward_variants = o.decode_only ? 0 : 4;

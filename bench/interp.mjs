@@ -16,13 +16,18 @@
 //            order swapped each time), per model and platform: the median time/token ratio and its spread
 //            over the pairs (target: within 2%); the same runs give top-k's overhead per step (≤ 5%)
 //
+//   instructions (--instructions, native, valgrind) the same two comparisons counted in instructions
+//            instead of timed (a count does not depend on the machine's load): callgrind's total for
+//            bench_interp --variant V --calls 1 and --calls 0 (--steps 64), the difference being one
+//            64-step greedy decode of V; hooks off (this tree) ÷ hooks compiled out, top-k ÷ off
+//
 //   compare  (--compare DIR) the same rows from another build's bench_interp (DIR/bench_interp and
 //            DIR/bench_interp.js + .wasm, e.g. copies from another tree's build dirs) beside this
 //            tree's, the two alternated (--repeat times, order swapped each time), the load average
 //            printed with each run
 //
 //   node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF] [--compare DIR [--repeat N]]
-//                         [--hooks-out [--repeat N]]
+//                         [--hooks-out [--repeat N]] [--instructions]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -45,9 +50,10 @@ function parseArgs(argv) {
     else if (x === '--baseline') a.baseline = argv[++i];
     else if (x === '--compare') a.compare = argv[++i];
     else if (x === '--hooks-out') a.hooksOut = true;
+    else if (x === '--instructions') a.instructions = true;
     else if (x === '--repeat') a.repeat = Math.max(1, parseInt(argv[++i], 10) || 1);
     else if (x === '--help' || x === '-h') {
-      console.log('node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF] [--compare DIR [--repeat N]] [--hooks-out [--repeat N]]');
+      console.log('node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF] [--compare DIR [--repeat N]] [--hooks-out [--repeat N]] [--instructions]');
       process.exit(0);
     } else {
       console.error(`bench/interp.mjs: unknown option ${x}`);
@@ -161,9 +167,32 @@ function hooksOut(args, bin, out) {
     'time/token, top-10 per step (≤ +5%)', 'load average'], rows));
 }
 
+// Instructions of one 64-step greedy decode of a variant (callgrind; the set-up cancels out).
+function instructions(args, bin, out) {
+  const count = (exe, m, variant, calls) => {
+    const r = spawnSync('valgrind', ['--tool=callgrind', '--callgrind-out-file=/dev/null', exe, ...m.files,
+      '--label', m.label, '--steps', '64', '--k', '10', '--variant', variant, '--calls', String(calls)], { cwd: root, encoding: 'utf8', maxBuffer: 16 << 20 });
+    const got = /Collected : (\d+)/.exec(r.stderr);
+    if (r.status !== 0 || !got) throw new Error(`callgrind ${exe} ${variant} failed (${r.status}):\n${r.stderr.slice(-2000)}`);
+    return Number(got[1]);
+  };
+  const perDecode = (exe, m, variant) => count(exe, m, variant, 1) - count(exe, m, variant, 0);
+  const rows = [];
+  for (const m of models()) {
+    log(`[bench] instructions: ${m.label} (callgrind, 6 runs)`);
+    const off = perDecode(bin.native, m, 'off'), hooksOut = perDecode(out.native, m, 'off'), topk = perDecode(bin.native, m, 'top-k');
+    const M = (x) => (x / 64 / 1e6).toFixed(3);
+    rows.push([m.label, M(hooksOut), M(off), pct(off / hooksOut), M(topk), pct(topk / off)]);
+  }
+  console.log('\nInstructions per decoded token (native, callgrind; one 64-step greedy decode, the difference of --calls 1 and 0)\n');
+  console.log(table(['model', 'hooks compiled out, M', 'this tree, hooks off, M', 'hooks off ÷ compiled out (≤ 2%)', 'top-10 per step, M', 'top-10 ÷ off (≤ +5%)'], rows));
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
+  if (args.instructions) args.platforms = ['native'];
   const { bin } = await binaries(args);
+  if (args.instructions) return instructions(args, bin, await hooksOutBinaries(args));
   if (args.hooksOut) return hooksOut(args, bin, await hooksOutBinaries(args));
   const rows = [];
   const builds = [{ name: 'this tree', bin }];
