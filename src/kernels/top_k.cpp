@@ -69,31 +69,25 @@ inline float threshold(const float* x, const int* heap) {
   return std::isnan(t) ? -std::numeric_limits<float>::infinity() : t;
 }
 
-// A lower bound of the k-th largest value, in one vector pass: G = 8 vectors of running maxima, vector
-// i of x going to accumulator i mod G, hold G·W ≥ k maxima of disjoint sets of entries, so at least k
-// entries are ≥ the k-th largest of them. (A fixed G, unrolled, keeps the accumulators in registers; the
-// last < G vectors are left to the scalar loop, which only looks for the maximum.) −∞ when that does not
-// pay (short rows, k > G·W, NaN). *mx (when given and a bound is returned) = the maximum of x[0..n).
+// A lower bound of the k-th largest value, in one vector pass: G = ⌈k/W⌉ vectors of running maxima,
+// vector i of x going to accumulator i mod G, hold G·W ≥ k maxima of disjoint sets of entries, so at
+// least k entries are ≥ the k-th largest of them. −∞ when that does not pay (short rows, large k, NaN).
+// *mx (when given and a bound is returned) = the maximum of x[0..n).
 float kth_lower_bound(const float* x, int n, int k, float* mx = nullptr) {
   constexpr float kNone = -std::numeric_limits<float>::infinity();
-  constexpr int G = 8;
-  if (k > G * W || n < 4 * G * W) return kNone;
-  Vec a0(kNone), a1(kNone), a2(kNone), a3(kNone), a4(kNone), a5(kNone), a6(kNone), a7(kNone);
-  int i = 0;
-  for (; i + G * W <= n; i += G * W) {
-    a0 = xsimd::max(a0, load(x + i));
-    a1 = xsimd::max(a1, load(x + i + W));
-    a2 = xsimd::max(a2, load(x + i + 2 * W));
-    a3 = xsimd::max(a3, load(x + i + 3 * W));
-    a4 = xsimd::max(a4, load(x + i + 4 * W));
-    a5 = xsimd::max(a5, load(x + i + 5 * W));
-    a6 = xsimd::max(a6, load(x + i + 6 * W));
-    a7 = xsimd::max(a7, load(x + i + 7 * W));
+  constexpr int kMaxGroups = 8;
+  const int groups = (k + W - 1) / W;
+  if (groups > kMaxGroups || n < 4 * groups * W) return kNone;
+  Vec acc[kMaxGroups];
+  for (int g = 0; g < groups; ++g) acc[g] = Vec(kNone);
+  int g = 0, i = 0;
+  for (; i + W <= n; i += W) {
+    acc[g] = xsimd::max(acc[g], load(x + i));
+    if (++g == groups) g = 0;
   }
-  alignas(64) float m[G * W];
-  int slot = 0;
-  for (const Vec* a : {&a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7}) a->store_aligned(m + W * slot++);
-  const int count = G * W;
+  alignas(64) float m[kMaxGroups * W];
+  for (int j = 0; j < groups; ++j) acc[j].store_aligned(m + j * W);
+  const int count = groups * W;
   for (int j = 0; j < count; ++j)
     if (std::isnan(m[j])) return kNone;
   if (mx) {
