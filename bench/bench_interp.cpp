@@ -15,7 +15,13 @@
 //     lens       + the logit lens: top-k at every layer and position: target ≤ 2× a forward pass
 //     lens-full  + the full lens logits [layer][position][vocab]
 //
+// --decode-only leaves out the forward group (bench/interp.mjs's A/B runs of decode alone).
+// --variant off|noop-hooks|top-k [--calls C]: no timing rounds, only C (default 1) greedy decodes of that
+// variant after the set-up, for counting instructions (valgrind --tool=callgrind; bench/interp.mjs
+// --instructions): the difference of two counts with different C is what one decode of the variant costs.
+//
 // usage: bench_interp MODEL_FILE... [--steps 128] [--n 64] [--k 10] [--rounds 7] [--label NAME] [--quick]
+//                     [--decode-only] [--variant NAME [--calls C]]
 // One JSON line per variant on stdout; progress on stderr.
 #include <algorithm>
 #include <cstdio>
@@ -70,11 +76,14 @@ struct Options {
   std::vector<std::string> files;
   std::string label;
   int steps = 128, n = 64, k = 10, rounds = 7;
+  bool decode_only = false;
+  std::string variant;
+  int calls = 1;
 };
 
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr, "bench_interp: %s\nusage: bench_interp MODEL_FILE... [--steps 128] [--n 64] [--k 10] "
-                       "[--rounds 7] [--label NAME] [--quick]\n", msg);
+                       "[--rounds 7] [--label NAME] [--quick] [--decode-only]\n", msg);
   std::exit(2);
 }
 
@@ -91,6 +100,12 @@ Options parse(int argc, char** argv) {
     else if (a == "--k") o.k = value();
     else if (a == "--rounds") o.rounds = value();
     else if (a == "--quick") o.rounds = 3;
+    else if (a == "--decode-only") o.decode_only = true;
+    else if (a == "--calls") o.calls = value();
+    else if (a == "--variant") {
+      if (i + 1 >= argc) usage("missing value after --variant");
+      o.variant = argv[++i];
+    }
     else if (a == "--label") {
       if (i + 1 >= argc) usage("missing value after --label");
       o.label = argv[++i];
@@ -191,17 +206,26 @@ int main(int argc, char** argv) {
     return (cpu_ms() - t0) / forward_reps;
   };
 
+  if (!o.variant.empty()) {  // counting instructions: one variant, o.calls decodes, nothing else
+    int v = 0;
+    while (v < kDecodeVariants && o.variant != decode_names[v]) ++v;
+    if (v == kDecodeVariants) usage(("unknown variant " + o.variant).c_str());
+    decode_reps = std::max(0, o.calls);
+    report(o, "decode", decode_names[v], decode_reps ? decode(v) : 0., "tok_s", 1.);
+    return int(noop.sink_ < 0);
+  }
   std::vector<std::vector<double>> dec(kDecodeVariants), fwd(4);
   for (int v = 0; v < kDecodeVariants; ++v) decode(v);  // warm-up (wasm tiers up), then calibration
-  for (int v = 0; v < 4; ++v) forward(v);
+  const int forward_variants = o.decode_only ? 0 : 4;
+  for (int v = 0; v < forward_variants; ++v) forward(v);
   decode_reps = std::max(1, int(kSampleMs / (steps * 1000.0 / decode(Off))));
-  forward_reps = std::max(1, int(kSampleMs / forward(0)));
+  if (forward_variants) forward_reps = std::max(1, int(kSampleMs / forward(0)));
   for (int r = 0; r < o.rounds; ++r) {
     for (int i = 0; i < kDecodeVariants; ++i) {
       const int v = (i + r) % kDecodeVariants;  // rotate the order from round to round
       dec[size_t(v)].push_back(decode(v));
     }
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < forward_variants; ++i) {
       const int v = (i + r) % 4;
       fwd[size_t(v)].push_back(forward(v));
     }
@@ -209,6 +233,7 @@ int main(int argc, char** argv) {
   }
   const double base_tps = median(dec[0]);
   for (int v = 0; v < kDecodeVariants; ++v) report(o, "decode", decode_names[v], median(dec[size_t(v)]), "tok_s", base_tps);
+  if (!forward_variants) return int(noop.sink_ < 0);
   const double base_ms = median(fwd[0]);
   for (int v = 0; v < 4; ++v) report(o, "forward", forward_names[v], median(fwd[size_t(v)]), "ms", base_ms);
   return int(noop.sink_ < 0);

@@ -10,12 +10,24 @@
 //   today    (--baseline REF) decode tokens/s of bench_models built from REF (e.g. the commit before
 //            the toolkit) beside this tree's, alternately in one run, natively (target: ≤ 2% apart)
 //
+//   hooks out (--hooks-out) decode with every interpretability feature off against the same tree built
+//            with its hook points compiled out (bench_interp_hooks_out: src/nn/hooks.h, ATTNLENS_NO_HOOKS),
+//            decode only, the two alternated --repeat times (default 8, the
+//            order swapped each time), per model and platform: the median time/token ratio and its spread
+//            over the pairs (target: within 2%); the same runs give top-k's overhead per step (≤ 5%)
+//
+//   instructions (--instructions, native, valgrind) the same two comparisons counted in instructions
+//            instead of timed (a count does not depend on the machine's load): callgrind's total for
+//            bench_interp --variant V --calls 1 and --calls 0 (--steps 64), the difference being one
+//            64-step greedy decode of V; hooks off (this tree) ÷ hooks compiled out, top-k ÷ off
+//
 //   compare  (--compare DIR) the same rows from another build's bench_interp (DIR/bench_interp and
 //            DIR/bench_interp.js + .wasm, e.g. copies from another tree's build dirs) beside this
 //            tree's, the two alternated (--repeat times, order swapped each time), the load average
 //            printed with each run
 //
 //   node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF] [--compare DIR [--repeat N]]
+//                         [--hooks-out [--repeat N]] [--instructions]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -29,7 +41,7 @@ const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
 const log = (...m) => process.stderr.write(m.join(' ') + '\n');
 
 function parseArgs(argv) {
-  const a = { quick: false, build: true, platforms: ['native', 'wasm'], baseline: null, compare: null, repeat: 1 };
+  const a = { quick: false, build: true, platforms: ['native', 'wasm'], baseline: null, compare: null, repeat: 0, hooksOut: false };
   for (let i = 0; i < argv.length; i++) {
     const x = argv[i];
     if (x === '--quick') a.quick = true;
@@ -37,15 +49,18 @@ function parseArgs(argv) {
     else if (x === '--platforms') a.platforms = argv[++i].split(',');
     else if (x === '--baseline') a.baseline = argv[++i];
     else if (x === '--compare') a.compare = argv[++i];
+    else if (x === '--hooks-out') a.hooksOut = true;
+    else if (x === '--instructions') a.instructions = true;
     else if (x === '--repeat') a.repeat = Math.max(1, parseInt(argv[++i], 10) || 1);
     else if (x === '--help' || x === '-h') {
-      console.log('node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF] [--compare DIR [--repeat N]]');
+      console.log('node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF] [--compare DIR [--repeat N]] [--hooks-out [--repeat N]] [--instructions]');
       process.exit(0);
     } else {
       console.error(`bench/interp.mjs: unknown option ${x}`);
       process.exit(2);
     }
   }
+  if (!a.repeat) a.repeat = a.hooksOut ? 8 : 1;
   return a;
 }
 
@@ -106,9 +121,79 @@ function today(ref, args, bin, ckpt) {
   }
 }
 
+// bench_interp_hooks_out (CMakeLists.txt): this tree's bench_interp with its hook points compiled out.
+async function hooksOutBinaries(args) {
+  const { buildDirs, buildNative, buildWasm } = await import(pathToFileURL(join(root, 'tools', 'build.mjs')).href);
+  const bin = { native: join(buildDirs.native, 'bench_interp_hooks_out'), wasm: join(buildDirs.wasm, 'bench_interp_hooks_out.js') };
+  if (args.platforms.includes('native') && (args.build || !existsSync(bin.native))) buildNative(['bench_interp_hooks_out']);
+  if (args.platforms.includes('wasm') && (args.build || !existsSync(bin.wasm))) buildWasm(['bench_interp_hooks_out']);
+  return bin;
+}
+
+// Decode alone, this tree (hooks off) and the hooks-out build alternated: per pair the ratio of time per
+// token (this tree ÷ hooks out), and this tree's top-k overhead of each run.
+function hooksOut(args, bin, out) {
+  const med = (v) => {
+    const s = [...v].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  };
+  const spread = (v) => `${pct(Math.min(...v))} … ${pct(Math.max(...v))}`;
+  const rows = [];
+  for (const m of models()) {
+    for (const platform of args.platforms) {
+      const ratios = [], topk = [], tree = [], outs = [], loads = [];
+      for (let r = 0; r < args.repeat; r++) {
+        const order = r % 2 ? [['out', out], ['tree', bin]] : [['tree', bin], ['out', out]];
+        const got = {};
+        for (const [name, b] of order) {
+          const exe = platform === 'native' ? [b.native] : [process.execPath, '--no-experimental-fetch', b.wasm];
+          const flags = [...m.files, '--label', m.label, '--rounds', '3', '--steps', '128', '--k', '10', '--decode-only'];
+          loads.push(loadavg()[0]);
+          got[name] = runJson(exe[0], [...exe.slice(1), ...flags]);
+        }
+        const off = (o) => o.find((x) => x.variant === 'off').tok_s;
+        tree.push(off(got.tree));
+        outs.push(off(got.out));
+        ratios.push(off(got.out) / off(got.tree));  // time/token of this tree ÷ of the hooks-out build
+        topk.push(1 / got.tree.find((x) => x.variant === 'top-k').ratio);
+        log(`[bench] hooks out ${platform} ${m.label} pair ${r + 1}/${args.repeat}: this tree ${off(got.tree).toFixed(0)} tok/s, hooks out ${off(got.out).toFixed(0)} tok/s, top-k ${pct(topk.at(-1))}`);
+      }
+      rows.push([m.label, platform, med(outs).toFixed(0), med(tree).toFixed(0), `${pct(med(ratios))} (${spread(ratios)})`,
+        `${pct(med(topk))} (${spread(topk)})`, `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`]);
+    }
+  }
+  console.log(`\nDecode with everything off against the hook points compiled out, and top-k per step (${args.repeat} alternated pairs of bench_interp --decode-only runs; medians, spread over the pairs)\n`);
+  console.log(table(['model', 'platform', 'hooks compiled out, tok/s', 'this tree, hooks off, tok/s', 'time/token, hooks off ÷ compiled out (≤ 2%)',
+    'time/token, top-10 per step (≤ +5%)', 'load average'], rows));
+}
+
+// Instructions of one 64-step greedy decode of a variant (callgrind; the set-up cancels out).
+function instructions(args, bin, out) {
+  const count = (exe, m, variant, calls) => {
+    const r = spawnSync('valgrind', ['--tool=callgrind', '--callgrind-out-file=/dev/null', exe, ...m.files,
+      '--label', m.label, '--steps', '64', '--k', '10', '--variant', variant, '--calls', String(calls)], { cwd: root, encoding: 'utf8', maxBuffer: 16 << 20 });
+    const got = /Collected : (\d+)/.exec(r.stderr);
+    if (r.status !== 0 || !got) throw new Error(`callgrind ${exe} ${variant} failed (${r.status}):\n${r.stderr.slice(-2000)}`);
+    return Number(got[1]);
+  };
+  const perDecode = (exe, m, variant) => count(exe, m, variant, 1) - count(exe, m, variant, 0);
+  const rows = [];
+  for (const m of models()) {
+    log(`[bench] instructions: ${m.label} (callgrind, 6 runs)`);
+    const off = perDecode(bin.native, m, 'off'), hooksOut = perDecode(out.native, m, 'off'), topk = perDecode(bin.native, m, 'top-k');
+    const M = (x) => (x / 64 / 1e6).toFixed(3);
+    rows.push([m.label, M(hooksOut), M(off), pct(off / hooksOut), M(topk), pct(topk / off)]);
+  }
+  console.log('\nInstructions per decoded token (native, callgrind; one 64-step greedy decode, the difference of --calls 1 and 0)\n');
+  console.log(table(['model', 'hooks compiled out, M', 'this tree, hooks off, M', 'hooks off ÷ compiled out (≤ 2%)', 'top-10 per step, M', 'top-10 ÷ off (≤ +5%)'], rows));
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
+  if (args.instructions) args.platforms = ['native'];
   const { bin } = await binaries(args);
+  if (args.instructions) return instructions(args, bin, await hooksOutBinaries(args));
+  if (args.hooksOut) return hooksOut(args, bin, await hooksOutBinaries(args));
   const rows = [];
   const builds = [{ name: 'this tree', bin }];
   if (args.compare) {

@@ -138,6 +138,9 @@ function printTable(cases) {
     const row = [key, fmt(ws), fmt(c.b['wasm simd']), fmt(wsc), fmt(ns), fmt(nr), ratio(ws, wsc), ratio(ws, ns)];
     console.log(row.map((v, i) => (i ? padl(v, widths[i]) : pad(v, widths[i]))).join(' '));
     if (c.g['wasm ref']) console.log(pad(`  (wasm SIMD build, scalar ref: ${fmt(c.g['wasm ref'])} GF/s)`, 60));
+    // act cases: G elements/s; "xsimd" = the formula with xsimd's own tanh / erf / exp (bench_kernels.cpp)
+    if (c.g['wasm xsimd'] || c.g['native xsimd'])
+      console.log(pad(`  (with xsimd's tanh/erf/exp: wasm ${fmt(c.g['wasm xsimd'])}, native ${fmt(c.g['native xsimd'])} G elements/s)`, 60));
   }
 }
 

@@ -19,6 +19,12 @@
 // cases are larger than the 32 MiB L3, and "read" measures the memory read bandwidth of the moment
 // (the machine is shared: compare GB/s with it).
 //
+// "act" cases: the element-wise activations over 64 rows of a stories15M FFN (64×768 floats, in cache),
+// each call on a fresh copy of the same N(0, 2²) values (the copy is timed too); "gflops" is then
+// G elements/s. Variant "xsimd" (the SIMD build): the same formulas with xsimd::tanh / erf / exp, which
+// in wasm convert floats to ints lane by lane (kernels/simd.h) — what the kernels did before simd::tanh
+// and simd::erf.
+//
 // Usage: bench_kernels [--filter SUBSTR] [--ref] [--no-simd] [--quick] [--cpu-time] [--reps N] [--warm-ms MS]
 //                      [--rep-ms MS]
 #include <algorithm>
@@ -41,6 +47,9 @@
 
 #include "core/tensor.h"
 #include "kernels/kernels.h"
+#ifndef ATTNLENS_BENCH_SCALAR
+#include <xsimd/xsimd.hpp>
+#endif
 
 namespace k = attnlens::kernels;
 
@@ -339,6 +348,69 @@ void bench_read(const Options& o) {
       "read", "f32", 1, n, 1, 2.0 * n, 4.0 * n, t, sink);
 }
 
+#ifndef ATTNLENS_BENCH_SCALAR
+namespace xs {
+using V = xsimd::batch<float>;
+template <class F>
+void map(float* x, int n, F f) {  // n: a multiple of the width here
+  for (int i = 0; i + int(V::size) <= n; i += int(V::size)) f(V::load_unaligned(x + i)).store_unaligned(x + i);
+}
+void gelu_tanh(float* x, int n) noexcept {
+  const V c(0.7978845608028654f), k(0.044715f), half(0.5f), one(1.f);
+  map(x, n, [&](V v) { return half * v * (one + xsimd::tanh(c * (v + k * v * v * v))); });
+}
+void gelu_erf(float* x, int n) noexcept {
+  const V r(0.7071067811865476f), half(0.5f), one(1.f);
+  map(x, n, [&](V v) { return half * v * (one + xsimd::erf(v * r)); });
+}
+void silu(float* x, int n) noexcept {
+  const V one(1.f);
+  map(x, n, [&](V v) { return v / (one + xsimd::exp(-v)); });
+}
+void softcap(float* x, int n) noexcept {
+  const V c(30.f), inv(1.f / 30.f);
+  map(x, n, [&](V v) { return c * xsimd::tanh(v * inv); });
+}
+}  // namespace xs
+#endif
+
+void softcap30(float* x, int n) noexcept { k::softcap(x, n, 30.f); }
+void ref_softcap30(float* x, int n) noexcept { k::ref::softcap(x, n, 30.f); }
+
+void bench_activations(const Options& o) {
+  using Fn = void (*)(float*, int) noexcept;
+  struct Case {
+    const char* name;
+    Fn simd, ref, xsimd;
+  };
+  const Case cases[] = {
+#ifndef ATTNLENS_BENCH_SCALAR
+      {"gelu_tanh", k::gelu_tanh, k::ref::gelu_tanh, xs::gelu_tanh}, {"gelu_erf", k::gelu_erf, k::ref::gelu_erf, xs::gelu_erf},
+      {"silu", k::silu, k::ref::silu, xs::silu}, {"softcap", softcap30, ref_softcap30, xs::softcap},
+#else
+      {"gelu_tanh", nullptr, k::ref::gelu_tanh, nullptr}, {"gelu_erf", nullptr, k::ref::gelu_erf, nullptr},
+      {"silu", nullptr, k::ref::silu, nullptr}, {"softcap", nullptr, ref_softcap30, nullptr},
+#endif
+  };
+  const int n = 64 * 768;
+  auto x0 = randn(size_t(n), 11);
+  for (auto& v : x0) v *= 2.f;
+  std::vector<float> x(x0.size());
+  for (const Case& c : cases) {
+    if (!selected(o, std::string("act ") + c.name)) continue;
+    auto run = [&](const char* variant, Fn f) {
+      Timing t = time_it(o, [&] {
+        std::memcpy(x.data(), x0.data(), x.size() * 4);
+        f(x.data(), n);
+      });
+      print_line(variant, c.name, "f32", 1, n, 1, double(n), 8.0 * n, t, checksum(x));
+    };
+    if (o.simd && c.simd) run("simd", c.simd);
+    if (o.simd && c.xsimd) run("xsimd", c.xsimd);
+    if (o.ref) run("ref", c.ref);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -372,6 +444,7 @@ int main(int argc, char** argv) {
     o.rep_ms = std::min(o.rep_ms, 30.0);
   }
   if (!quick) bench_read(o);
+  bench_activations(o);
   for (const Shape& s : kMatvecShapes) bench_f32(o, s, quick);
   for (const Shape& s : kMatmulShapes) bench_f32(o, s, quick);
   using attnlens::DType;

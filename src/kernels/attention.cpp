@@ -86,7 +86,7 @@ void attention_values(const float* p, const float* v, size_t stride, int head_di
 void softcap(float* x, int n, float cap) noexcept {
   const Vec vc(cap), inv(1.f / cap);
   int i = 0;
-  for (; i + W <= n; i += W) store(x + i, vc * xsimd::tanh(load(x + i) * inv));
+  for (; i + W <= n; i += W) store(x + i, vc * simd::tanh(load(x + i) * inv));
   for (; i < n; ++i) x[i] = cap * std::tanh(x[i] * (1.f / cap));
 }
 

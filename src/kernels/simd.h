@@ -46,4 +46,48 @@ inline Vec exp(const Vec& x) {
 #endif
 }
 
+// tanh and erf, lane for lane what xsimd::tanh and xsimd::erf return. xsimd computes both from an
+// exponential (tanh(x) = 1 − 2 / (1 + e^{2x}) for |x| ≥ 0.625, erf(x) = 1 − e^{−x²}·erfc2(z) for
+// |x| ≥ 2/3) taken by xsimd::exp, i.e. in wasm with exp's lane-by-lane int conversion (see exp above):
+// GELU's and softcap's tanh and erf cost several times their arithmetic. Here xsimd's own steps and
+// polynomials (xsimd::kernel::detail::tanh_kernel, erf_kernel), with the exponential above.
+inline Vec tanh(const Vec& self) {
+#if defined(__EMSCRIPTEN__)
+  const Vec one(1.f);
+  const Vec x = xsimd::abs(self);
+  const auto small = x < Vec(0.625f);
+  const Vec sign = xsimd::bitofsign(self);
+  Vec z = one;
+  if (xsimd::any(small)) {
+    z = xsimd::kernel::detail::tanh_kernel<Vec>::tanh(x);
+    if (xsimd::all(small)) return z ^ sign;
+  }
+  const Vec r = xsimd::fma(Vec(-2.f), one / (one + exp(x + x)), one);
+  return xsimd::select(small, z, r) ^ sign;
+#else
+  return xsimd::tanh(self);
+#endif
+}
+
+inline Vec erf(const Vec& self) {
+#if defined(__EMSCRIPTEN__)
+  using K = xsimd::kernel::detail::erf_kernel<Vec>;
+  const Vec one(1.f);
+  const Vec x = xsimd::abs(self);
+  const auto small = x < Vec(2.f / 3.f);
+  Vec r1(0.f);
+  if (xsimd::any(small)) {
+    r1 = self * K::erf1(x * x);
+    if (xsimd::all(small)) return r1;
+  }
+  const Vec z = x / (one + x) - Vec(0.4f);
+  Vec r2 = one - exp(-x * x) * K::erfc2(z);
+  r2 = xsimd::select(self < Vec(0.f), -r2, r2);
+  r1 = xsimd::select(small, r1, r2);
+  return xsimd::select(xsimd::isinf(self), xsimd::sign(self), r1);
+#else
+  return xsimd::erf(self);
+#endif
+}
+
 }  // namespace attnlens::kernels::simd

@@ -136,7 +136,7 @@ static void map_inplace(float* x, int n, F f) {
 
 void gelu_tanh(float* x, int n) noexcept {
   const Vec c(0.7978845608028654f), k(0.044715f), half(0.5f), one(1.f);
-  map_inplace(x, n, [&](Vec v) { return half * v * (one + xsimd::tanh(c * (v + k * v * v * v))); });
+  map_inplace(x, n, [&](Vec v) { return half * v * (one + simd::tanh(c * (v + k * v * v * v))); });
 }
 
 void gelu_tanh_f16(float* x, int n) noexcept {
@@ -154,7 +154,7 @@ void gelu_tanh_f16(float* x, int n) noexcept {
 
 void gelu_erf(float* x, int n) noexcept {
   const Vec r(0.7071067811865476f), half(0.5f), one(1.f);
-  map_inplace(x, n, [&](Vec v) { return half * v * (one + xsimd::erf(v * r)); });
+  map_inplace(x, n, [&](Vec v) { return half * v * (one + simd::erf(v * r)); });
 }
 
 void silu(float* x, int n) noexcept {

@@ -46,7 +46,11 @@ struct LayerTap {
   int pos0 = 0;
 
   void operator()(HookPoint point, float* x, int n, int width) const {
+#ifndef ATTNLENS_NO_HOOKS
     if (hooks) hooks->at(HookSite{stack, layer, point, pos0, n, width}, x);
+#else  // the engine with its hook points compiled out: what decoding costs without them (bench/interp.mjs --hooks-out)
+    (void)point, (void)x, (void)n, (void)width;
+#endif
   }
   LayerTap with_stack(AttentionKind s) const { return LayerTap{hooks, s, layer, pos0}; }
 };
