@@ -106,10 +106,6 @@ void attention_values(const float* p, const float* v, size_t stride, int head_di
   }
 }
 
-void softcap(float* x, int n, float cap) noexcept {
-  for (int i = 0; i < n; ++i) x[i] = float(double(cap) * std::tanh(double(x[i]) / cap));
-}
-
 }  // namespace ref
 
 }  // namespace attnlens::kernels

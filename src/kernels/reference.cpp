@@ -99,6 +99,10 @@ void scale(float* x, float s, int n) noexcept {
   for (int i = 0; i < n; ++i) x[i] *= s;
 }
 
+void softcap(float* x, int n, float cap) noexcept {
+  for (int i = 0; i < n; ++i) x[i] = float(double(cap) * std::tanh(double(x[i]) / cap));
+}
+
 void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim, int rot_dims) noexcept {
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
