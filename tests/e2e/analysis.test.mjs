@@ -5,11 +5,11 @@
 // against PyTorch by tests/js/interp.test.mjs); the main thread stays free while generating.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
 import { after, before, describe, test } from 'node:test';
 import {
   browserUnavailable,
   closeDemo,
+  longTaskClock,
   observeLongTasks,
   openDemo,
   screenshot,
@@ -91,10 +91,11 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
     assert.equal(lens.length, 4);
     for (const [l, row] of lens.entries()) assert.deepEqual(row, await shown(f.logitLens[l][p].map((e) => e.piece)), `layer ${l}`);
     t.diagnostic(`long tasks while generating 60 tokens with the predictions view open: ${longTasks.map((x) => x.duration).join(', ') || 'none'}`);
-    if (longTasks.length && loadavg()[0] > 2 * cpus().length) {
+    const { clock, why } = longTaskClock(await page.evaluate(() => window.attnlens.state.model.info.threads));
+    if (clock === 'cpu') {
       const { tasks } = await traceMainThreadTasks(browser.context, page, () => generateOnPage({ prompt: 'And God said', maxNewTokens: 60, temperature: 0.8, seed: 3 }));
       const maxCpu = Math.max(...tasks.map((x) => x.cpu));
-      t.diagnostic(`machine overloaded: the longest main-thread task used ${maxCpu.toFixed(1)} ms of CPU`);
+      t.diagnostic(`${why}: the 50 ms bound is checked on CPU time; the longest main-thread task used ${maxCpu.toFixed(1)} ms`);
       assert.ok(maxCpu <= 50, `a main-thread task used ${maxCpu.toFixed(1)} ms of CPU`);
     } else {
       assert.deepEqual(longTasks, [], `long tasks on the main thread: ${JSON.stringify(longTasks)}`);

@@ -12,7 +12,7 @@ import { Analysis } from './analysis.mjs';
 import { exportJson, exportPng } from './export.mjs';
 import { exportBertviz, exportCircuitsvis } from './interop.mjs';
 import { $, clearCssVars, formatBytes, h } from './format.mjs';
-import { invalidate, invalidateSoon } from './frame.mjs';
+import { invalidate, invalidateSettled, invalidateSoon } from './frame.mjs';
 import { loadErrorText, runErrorText, showMessage } from './messages.mjs';
 import { enableOffline } from './offline.mjs';
 import { encode } from './encode.mjs';
@@ -401,13 +401,13 @@ async function onGenerate() {
     showMessage(runMessage, runErrorText(run.error));
     if (state.run === run && !run.store.queryCount('self')) state.set({ run: null });
   }
-  // The finished run's status and rates are published in the same frame as the views' last rows
-  // (while streaming, rows are drawn at most a few times a second; invalidate() renders every
-  // dirty view in the next frame): whoever waits for #stats[data-status="done"] — a user, a test,
-  // a script — then sees every token drawn.
+  // The finished run's status and rates are published in the frame that draws the views' last rows
+  // (streamed redraws go one view per frame; invalidateSettled waits for the last of them):
+  // whoever waits for #stats[data-status="done"] — a user, a test, a script — then sees every token
+  // drawn.
   liveStats.run = null;
   state.emit(['rows']);
-  invalidate(finalStats);
+  invalidateSettled(finalStats);
   refreshCard();
 }
 
