@@ -14,7 +14,8 @@
 // ≥ 90% of Node's on the same machine): the page (web/demo, engine in its Web Worker, attention
 // capture and top-5 predictions on, every row drawn) generates N tokens; its rate is taken as the
 // tokens arrive in the page; Node runs model.stream() with the same options in this process, in
-// the calling thread, before and after the page (the mean of both runs is the reference). Models:
+// the calling thread, before and after the page (the mean of both runs is the reference); both engines'
+// own decode rates are printed too (result.timings), and the page's rate against its engine's. Models:
 // kjv-gpt2 (built in) and, when the llama.cpp peers are set up, their 42M q8_0 GGUF loaded by URL.
 // A benchmark, not a test: nothing fails.
 //   node bench/browser.mjs [--json FILE] [--only start|stream] [--repeat N]
@@ -186,16 +187,18 @@ async function streamRows() {
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 function printStream(rows) {
   console.log(`\nStreaming in the demo page (headless Chromium, engine in its Web Worker, attention + top-5 predictions) beside model.stream() in Node (same options, this thread); after one warm-up generation each, ${repeat} page runs alternated with ${repeat + 1} Node runs`);
-  console.log('| model | tokens | threads (Node, page) | first run: Node, page | Node tok/s (runs) | page tok/s (runs) | page engine tok/s | page / Node |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+  console.log('| model | tokens | threads (Node, page) | first run: Node, page | Node tok/s (runs) | page tok/s (runs) | engine tok/s: Node, page | page / its engine | page / Node |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const r of rows) {
     if (r.skipped) {
-      console.log(`| ${r.skipped} | | | | | | | SKIPPED |`);
+      console.log(`| ${r.skipped} | | | | | | | | SKIPPED |`);
       continue;
     }
     const n = mean(r.node.map((x) => x.tokPerS)), p = mean(r.page.map((x) => x.tokPerS));
     console.log(`| ${r.model} | ${r.page[0].tokens} | ${r.node[0].threads}, ${r.page[0].threads} | ${r.cold.node.toFixed(0)}, ${r.cold.page.toFixed(0)} | ${n.toFixed(0)} (${r.node.map((x) => x.tokPerS.toFixed(0)).join(', ')}) | ` +
-                `${p.toFixed(0)} (${r.page.map((x) => x.tokPerS.toFixed(0)).join(', ')}) | ${mean(r.page.map((x) => x.engineTokPerS)).toFixed(0)} | ` +
+                `${p.toFixed(0)} (${r.page.map((x) => x.tokPerS.toFixed(0)).join(', ')}) | ` +
+                `${mean(r.node.map((x) => x.engineTokPerS)).toFixed(0)}, ${mean(r.page.map((x) => x.engineTokPerS)).toFixed(0)} | ` +
+                `${((100 * p) / mean(r.page.map((x) => x.engineTokPerS))).toFixed(0)}% | ` +
                 `${((100 * p) / n).toFixed(0)}% ${p >= 0.9 * n ? 'PASS' : 'MISS'} (target ≥ 90%) |`);
   }
 }

@@ -82,14 +82,79 @@ describe('a model in a worker', { skip: noSmall }, () => {
     assert.deepEqual(ws.result.tokens, w.at(-1).result.tokens);
   });
 
-  test('abort mid-stream: the worker stops within one token', async () => {
+  // The worker runs a few steps ahead of the consumer (worker-client.mjs STREAM_WINDOW); after an
+  // abort, the steps it had already sent are dropped: the consumer gets none, and the result holds
+  // exactly the steps it got — what the same abort gives in this thread.
+  const abortAfter = async (m, n, { delayMs = 0, options = {} } = {}) => {
     const controller = new AbortController();
-    const stream = model.stream(small.prompt, { maxNewTokens: 400, temperature: 0, signal: controller.signal });
-    let n = 0;
-    for await (const _ of stream) if (++n === 4) controller.abort();
-    assert.ok(n >= 4 && n <= 5, `${n} steps`);
-    assert.equal(stream.result.finishReason, 'aborted');
-    assert.equal(stream.result.tokens.length, stream.result.promptTokens + n);
+    const stream = m.stream(small.prompt, { maxNewTokens: 400, temperature: 0, seed: 7, ...options, signal: controller.signal });
+    const got = [];
+    for await (const step of stream) {
+      got.push(step);
+      if (delayMs) await new Promise((r) => setTimeout(r, delayMs));  // a slow consumer: the worker's window fills
+      if (got.length === n) controller.abort();
+    }
+    return { steps: got, result: stream.result };
+  };
+  const sameAbort = (w, l, n) => {
+    assert.equal(w.steps.length, n, `${w.steps.length} steps after aborting at step ${n}`);
+    assert.equal(w.result.finishReason, 'aborted');
+    assert.equal(w.result.tokens.length, w.result.promptTokens + n);
+    assert.deepEqual(w.result.tokens.slice(w.result.promptTokens), w.steps.map((s) => s.token));
+    assert.equal(w.result.text, w.steps.map((s) => s.text).join(''));
+    assert.deepEqual({ ...w.result, timings: null }, { ...l.result, timings: null });
+    assert.deepEqual(w.steps.map((s) => [s.token, s.text, s.position]), l.steps.map((s) => [s.token, s.text, s.position]));
+  };
+
+  test('abort mid-stream: the consumer gets no step after it; the result holds exactly the steps it got', async () => {
+    for (const [n, delayMs] of [[4, 0], [4, 20], [1, 20], [7, 5]]) {
+      const w = await abortAfter(model, n, { delayMs });
+      sameAbort(w, await abortAfter(local, n), n);
+    }
+    // attention rows and top-k too: the last step handed out is the last one kept
+    const options = { attentions: { layers: [0] }, predictions: 3 };
+    const w = await abortAfter(model, 3, { delayMs: 20, options });
+    sameAbort(w, await abortAfter(local, 3, { options }), 3);
+    assert.ok(w.steps.every((s) => s.attentions instanceof Attentions && s.topk.length === 3));
+  });
+
+  test('abort mid-stream without shared memory (no stop flag): the same steps and result', async () => {
+    for (const [n, delayMs] of [[4, 0], [4, 20], [2, 20]]) {
+      const l = await abortAfter(local, n);  // (this thread's engine, the threads build, needs shared memory)
+      const saved = globalThis.SharedArrayBuffer;
+      globalThis.SharedArrayBuffer = undefined;  // worker-client.mjs newStopFlag() then sends none
+      let w;
+      try {
+        w = await abortAfter(model, n, { delayMs });
+      } finally {
+        globalThis.SharedArrayBuffer = saved;
+      }
+      sameAbort(w, l, n);
+    }
+  });
+
+  test('abort from onToken: generate() calls it no more and resolves with the tokens it saw', async () => {
+    const controller = new AbortController();
+    const seen = [];
+    const r = await model.generate(small.prompt, {
+      maxNewTokens: 400, temperature: 0, signal: controller.signal,
+      onToken: (s) => { seen.push(s.token); if (seen.length === 5) controller.abort(); },
+    });
+    assert.equal(seen.length, 5);
+    assert.equal(r.finishReason, 'aborted');
+    assert.deepEqual(r.tokens.slice(r.promptTokens), seen);
+  });
+
+  test('a stream that ends by itself keeps its result whole, whatever the window', async () => {
+    const opts = { maxNewTokens: 12, temperature: 0, seed: 7 };
+    const w = [];
+    const ws = model.stream(small.prompt, opts);
+    for await (const s of ws) { w.push(s); await new Promise((r) => setTimeout(r, 5)); }
+    const l = local.stream(small.prompt, opts);
+    for await (const _ of l);
+    assert.equal(w.length, 12);
+    assert.deepEqual({ ...ws.result, timings: null }, { ...l.result, timings: null });
+    assert.equal(ws.result.finishReason, 'length');
   });
 
   test('abort generate() from a timer: it resolves with the tokens so far', async () => {

@@ -15,7 +15,7 @@ import { checkSource } from './sources.mjs';
 import * as check from './validate.mjs';
 
 const WORKER_FILE = './worker.mjs';  // Node path: a variable, so bundlers do not copy it as an asset
-const STREAM_WINDOW = 1;             // steps the worker may run ahead of a stream's consumer (abort: ≤ 1 extra token)
+const STREAM_WINDOW = 1;             // steps the worker may run ahead of a stream's consumer (abort() drops those not handed out)
 const DISPOSE_TIMEOUT_MS = 5000;
 const HELLO_TIMEOUT_MS = 30000;      // a Worker passed in must answer within this (its script loading included)
 
@@ -203,6 +203,17 @@ function plainOptions(o) {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => typeof v !== 'function' && !(typeof AbortSignal !== 'undefined' && v instanceof AbortSignal)));
 }
 
+// A stream's result as the consumer saw it: the worker runs up to `window` steps ahead, and after an
+// abort the steps it had already sent are dropped (the consumer never sees them), so their tokens
+// are cut from the result too: tokens, pieces and text end with the last step handed out, and the
+// finish reason is "aborted" — what the same abort gives in the calling thread (model.mjs #steps).
+// `text` is the handed-out steps' text joined. Timings stay the engine's own, dropped steps included.
+function trimResult(result, dropped, text) {
+  if (!dropped || !result || !Array.isArray(result.tokens)) return result;
+  const keep = Math.max(result.promptTokens, result.tokens.length - dropped);
+  return { ...result, tokens: result.tokens.slice(0, keep), pieces: result.pieces?.slice(0, keep), text, finishReason: 'aborted' };
+}
+
 /** The proxy loadModel(…, { worker }) returns: Model's API, every method async. */
 export class WorkerModel {
   #channel;
@@ -376,7 +387,11 @@ export class WorkerModel {
       async *[Symbol.asyncIterator]() {
         model.#alive();
         throwIfAborted(signal);
-        const steps = [];
+        const steps = [];     // sent by the worker, not yet handed to the consumer
+        let received = 0;     // steps the worker sent
+        let delivered = 0;    // steps handed to the consumer
+        let text = '';        // their text
+        let stopped = false;  // abort(): no step is handed out after it
         let notify = null;
         let settled = null;
         const wake = () => {
@@ -386,27 +401,43 @@ export class WorkerModel {
         const stopFlag = newStopFlag();
         const { id, promise } = channel.request(
           { op: 'stream', model: key, prompt: sent.prompt, options: sent.options, window: window === Infinity ? 1e9 : window, ...(stopFlag ? { stopFlag } : {}) },
-          { onEvent: (m) => { if (m.type === 'step') { steps.push(m.value); wake(); } } },
+          {
+            onEvent: (m) => {
+              if (m.type !== 'steps') return;
+              received += m.value.length;
+              if (stopped) return;
+              for (const step of m.value) steps.push(step);
+              wake();
+            },
+          },
         );
         if (stopFlag) model.#stopFlags.add(stopFlag);
         promise.then((value) => { settled = { value }; wake(); }, (error) => { settled = { error }; wake(); });
         const abort = () => {
+          stopped = true;
+          steps.length = 0;  // what the worker ran ahead stays there
           if (stopFlag) Atomics.store(stopFlag, 0, 1);
           try { channel.post({ op: 'abort', id }); } catch {}
         };
         signal?.addEventListener('abort', abort, { once: true });
         let complete = false;
+        let unacked = 0;  // steps taken and not yet reported to the worker (one 'pull' per batch, not per step)
         try {
           for (;;) {
             if (steps.length) {
               const step = steps.shift();
-              if (window !== Infinity) try { channel.post({ op: 'pull', id }); } catch {}
+              if (window !== Infinity && (++unacked >= window / 2 || !steps.length)) {
+                try { channel.post({ op: 'pull', id, n: unacked }); } catch {}
+                unacked = 0;
+              }
+              delivered++;
+              text += step.text ?? '';
               yield reviveValue(step);
               continue;
             }
             if (settled) {
               if (settled.error) throw settled.error;
-              stream.result = settled.value;
+              stream.result = trimResult(settled.value, received - delivered, text);
               complete = true;
               return;
             }

@@ -7,9 +7,10 @@
 //   → { id, op: 'load', source, options }         ← { id, type: 'progress', value } …, then a reply
 //   → { id, op: 'call', model, method, args }      (tokenize, encodePrompt, encodeChat, applyChatTemplate, detokenize,
 //                                                     pieces, forward, embed, fillMask, memory, patch, patchSweep, detectHeads)
-//   → { id, op: 'stream', model, prompt, options, window, stopFlag? } ← { id, type: 'step', value } …, then a reply
-//        (stopFlag: an Int32Array on a SharedArrayBuffer the client sets to 1 on abort; see model.mjs STOP_FLAG)
-//   → { id, op: 'pull' }                            the client took a step: one more may be sent
+//   → { id, op: 'stream', model, prompt, options, window, stopFlag? } ← { id, type: 'steps', value: [step, …] } …, then a reply
+//        (stopFlag: an Int32Array on a SharedArrayBuffer the client sets to 1 on abort; see model.mjs STOP_FLAG;
+//        steps come in batches, at most `window` of them not yet pulled)
+//   → { id, op: 'pull', n }                         the client took n steps: n more may be sent
 //   → { id, op: 'abort' }                           aborts that request (load or stream)
 //   → { id, op: 'dispose', model } / { id, op: 'engineInfo' } / { id, op: 'hello' } (is this our worker?)
 //   replies: { id, type: 'result', value } or { id, type: 'error', error: { name, message, status, … } }
@@ -21,6 +22,7 @@ let post;  // (message, transfer) => void
 const models = new Map();     // model id → Model
 const requests = new Map();   // request id → { controller, credit, wake }
 let nextModel = 1;
+const BATCH_MS = 16;          // a stream's steps made within this long of the last message go in the next one
 
 function serializeError(e) {
   if (!(e instanceof Error) && !(typeof DOMException !== 'undefined' && e instanceof DOMException))
@@ -91,16 +93,32 @@ const handlers = {
     let end;
     const request = { controller, credit: window, wake: null, model: key, finished: new Promise((r) => { end = r; }) };
     requests.set(id, request);
+    // Steps made faster than a frame travel together: one message (and one task on the receiving
+    // thread) per BATCH_MS instead of one per token. The first step, and any step after a pause of
+    // BATCH_MS or more, goes at once; the last one flushes the batch.
+    let batch = [];
+    let transfer = [];
+    let sentAt = -Infinity;
+    const flush = () => {
+      if (!batch.length) return;
+      post({ id, type: 'steps', value: batch }, transfer);
+      batch = [];
+      transfer = [];
+      sentAt = performance.now();
+    };
     try {
       // stopFlag (shared memory, when the client has it): set by the client's abort(), read by the
       // engine between layers, so a running prefill stops without waiting for this thread's turn.
       const stream = m.stream(prompt, { ...options, signal: controller.signal, ...(stopFlag ? { [STOP_FLAG]: stopFlag } : {}) });
       for await (const step of stream) {
-        post({ id, type: 'step', value: plain(step) }, buffersOf(step));
+        batch.push(plain(step));
+        for (const b of buffersOf(step)) transfer.push(b);
         request.credit--;
+        if (request.credit <= 0 || step.result || performance.now() - sentAt >= BATCH_MS) flush();
         // Flow control: stay at most `window` steps ahead of the consumer.
         while (request.credit <= 0 && !controller.signal.aborted) await new Promise((r) => { request.wake = r; });
       }
+      flush();
       return stream.result;
     } finally {
       requests.delete(id);
@@ -108,10 +126,10 @@ const handlers = {
     }
   },
 
-  pull({ id }) {
+  pull({ id, n = 1 }) {
     const r = requests.get(id);
     if (r && 'credit' in r) {
-      r.credit++;
+      r.credit += n;
       r.wake?.();
       r.wake = null;
     }
