@@ -15,7 +15,10 @@ import { checkSource } from './sources.mjs';
 import * as check from './validate.mjs';
 
 const WORKER_FILE = './worker.mjs';  // Node path: a variable, so bundlers do not copy it as an asset
-const STREAM_WINDOW = 1;             // steps the worker may run ahead of a stream's consumer (abort() drops those not handed out)
+// Steps the worker may run ahead of a stream's consumer: it does not wait for a round trip to the
+// consumer's thread after every token (with 1 it did, and the page's redraws stalled the engine);
+// abort() drops the steps not handed out, so the consumer sees what an in-thread stream would.
+const STREAM_WINDOW = 8;
 const DISPOSE_TIMEOUT_MS = 5000;
 const HELLO_TIMEOUT_MS = 30000;      // a Worker passed in must answer within this (its script loading included)
 
@@ -364,8 +367,8 @@ export class WorkerModel {
   async generate(prompt, options = {}) {
     this.#checkGeneration(prompt, options);
     if (options.onToken !== undefined && typeof options.onToken !== 'function') throw new TypeError('onToken must be a function');
-    // With onToken, the worker stays one token ahead of the callback (as stream() does), so an
-    // abort from onToken stops after at most one more token; without it, it runs freely.
+    // With onToken, the worker runs at most STREAM_WINDOW steps ahead of the callback (as stream()
+    // does), and an abort from onToken drops those steps; without it, it runs freely.
     const stream = this.#stream(prompt, { ...options, attentions: false }, options.onToken ? STREAM_WINDOW : Infinity);
     for await (const step of stream) options.onToken?.(step);
     return stream.result;

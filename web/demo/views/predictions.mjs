@@ -10,13 +10,14 @@ import { invalidate } from '../frame.mjs';
 import { h, visiblePiece } from '../format.mjs';
 import { paint } from './grid.mjs';
 
-const CARDS_PER_FRAME = 24;
+const CARDS_PER_FRAME = 8;
 
 const pct = (p) => (p >= 0.995 ? '100%' : p >= 0.1 ? `${(p * 100).toFixed(0)}%` : p >= 0.001 ? `${(p * 100).toFixed(1)}%` : '<0.1%');
 
-// A probability bar's fill (through the CSSOM: no inline style attributes under the page's CSP).
-function width(el, p) {
-  el.style.width = `${Math.max(1, p * 100).toFixed(1)}%`;
+// A probability bar's fill: how far its gradient reaches (--p, app.css .pred-bar), set through the
+// CSSOM (no inline style attributes under the page's CSP).
+function fill(el, p) {
+  el.style.setProperty('--p', `${Math.max(1, p * 100).toFixed(1)}%`);
   return el;
 }
 
@@ -61,13 +62,6 @@ export class PredictionsView {
     const forward = result?.value ?? null;
     const ids = run.target.ids;
     const n = Math.min(ids.length, this.analysis.state.model.info.contextLength);
-    this.caption.textContent = forward
-      ? `The model's top ${forward.topk[0]?.length ?? 0} guesses for the next token after each token (probability at temperature 1); the marked one came next. Point at a token for its logit lens.`
-      : result?.error
-        ? `The forward pass failed: ${result.error.message}`
-        : run.status === 'running'
-          ? 'Generating: each new token shows the guesses it was drawn from. The prompt\u2019s guesses and the logit lens follow when the run ends.'
-          : 'Computing the predictions and the logit lens of every position…';
     // Cards are rebuilt only when their data changes: a streamed token adds one card. At most
     // CARDS_PER_FRAME per frame (the rest in the next frames), so that the main thread never runs
     // long when a whole run's predictions arrive at once.
@@ -87,16 +81,24 @@ export class PredictionsView {
       else this.strip.append(el);
       this.cards[p] = { el, key };
     }
-    if (this.focus !== null && built <= CARDS_PER_FRAME) this.#showLens(this.focus);
+    const drawing = built > CARDS_PER_FRAME;  // cards left for the next frames
+    // The caption says the predictions are there once every card shows them.
+    this.caption.textContent = forward && !drawing
+      ? `The model's top ${forward.topk[0]?.length ?? 0} guesses for the next token after each token (probability at temperature 1); the marked one came next. Point at a token for its logit lens.`
+      : result?.error
+        ? `The forward pass failed: ${result.error.message}`
+        : run.status === 'running'
+          ? 'Generating: each new token shows the guesses it was drawn from. The prompt\u2019s guesses and the logit lens follow when the run ends.'
+          : 'Computing the predictions and the logit lens of every position…';
+    if (this.focus !== null && !drawing) this.#showLens(this.focus);
   }
 
   #card(p, piece, top, next) {
     const bars = top
       ? h('ol', { class: 'pred-bars' }, top.map((e) =>
-          h('li', { class: `pred-bar${e.id === next ? ' is-next' : ''}`, title: `${visiblePiece(e.piece)} · p = ${e.prob.toFixed(4)} · logit ${e.logit.toFixed(3)}` },
-            width(h('span', { class: 'pred-fill' }), e.prob),
+          fill(h('li', { class: `pred-bar${e.id === next ? ' is-next' : ''}`, title: `${visiblePiece(e.piece)} · p = ${e.prob.toFixed(4)} · logit ${e.logit.toFixed(3)}` },
             h('span', { class: 'pred-piece', text: visiblePiece(e.piece) }),
-            h('span', { class: 'pred-prob', text: pct(e.prob) }))))
+            h('span', { class: 'pred-prob', text: pct(e.prob) })), e.prob)))
       : h('p', { class: 'pred-none', text: next === null ? '…' : '–' });
     return h('div', { class: 'pred-card', role: 'listitem', tabindex: '0', dataset: { pos: p } },
       h('div', { class: 'pred-tok', text: visiblePiece(piece) }),
