@@ -161,11 +161,13 @@ async function streamRows() {
           await browser.page.route((u) => u.pathname === '/bench-cache/rand42M-q8_0.gguf', (route) => route.fulfill({ path: c.file, contentType: 'application/octet-stream' }));
         await browser.page.goto(`${server.url}/web/demo/?${c.query}`);
         await browser.page.waitForFunction(() => window.attnlens?.state.model && !document.querySelector('#generate').disabled, null, { timeout: 600_000 });
-        // Warm-ups, one full generation each: V8 runs wasm in its baseline tier (Liftoff) first and
-        // tiers hot functions up in the background; in Chromium's workers on a busy machine that took
-        // several generations (42M q8_0: 39, 58, 39, then 133 tok/s; 88–135 from the first run with
-        // --js-flags=--no-liftoff), in Node about one. The table compares the engines warm.
+        // Warm-ups: V8 runs wasm in its baseline tier (Liftoff) first and tiers hot functions up in
+        // the background; in Chromium's workers that takes several generations (42M q8_0: 39, 58,
+        // 39, then 133 tok/s; 88–135 from the first run with --js-flags=--no-liftoff; kjv-gpt2
+        // through the page's model.stream() without the views: 92, 243, 326, 353 tok/s), in Node
+        // about one. Three page generations, one in Node: the table compares the engines warm.
         const firstPage = await pageStream(browser.page, settings);
+        for (let i = 0; i < 2; i++) await pageStream(browser.page, settings);
         const firstNode = await nodeStream(c.node, settings);
         c.cold = { page: firstPage.tokPerS, node: firstNode.tokPerS };
         for (let i = 0; i < repeat; i++) {  // alternate, so that load from elsewhere hits both alike
@@ -186,7 +188,7 @@ async function streamRows() {
 
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 function printStream(rows) {
-  console.log(`\nStreaming in the demo page (headless Chromium, engine in its Web Worker, attention + top-5 predictions) beside model.stream() in Node (same options, this thread); after one warm-up generation each, ${repeat} page runs alternated with ${repeat + 1} Node runs`);
+  console.log(`\nStreaming in the demo page (headless Chromium, engine in its Web Worker, attention + top-5 predictions) beside model.stream() in Node (same options, this thread); after warm-up generations (three in the page, one in Node), ${repeat} page runs alternated with ${repeat + 1} Node runs`);
   console.log('| model | tokens | threads (Node, page) | first run: Node, page | Node tok/s (runs) | page tok/s (runs) | engine tok/s: Node, page | page / its engine | page / Node |');
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const r of rows) {

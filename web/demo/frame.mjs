@@ -4,22 +4,28 @@
 // Two kinds of redraw:
 // - invalidate(view): interaction (hover, keys, clicks) or a new model/run; every such view renders
 //   in the very next frame, so what the user points at updates everywhere at once.
-// - invalidateSoon(view): new data while tokens stream in. These redraws come at most once per
-//   STREAM_INTERVAL_MS, and one view per frame: each view's redraw (its DOM changes, then the
-//   browser's style, layout and paint of them) is a task of its own, so no single main-thread task
-//   grows with the number of views on screen.
+// - invalidateSoon(view): new data while tokens stream in. These redraws go in cycles: a cycle draws
+//   the views that asked, one view per frame (each view's redraw — its DOM changes, then the
+//   browser's style, layout and paint of them — is a main-thread task of its own, so no task grows
+//   with the number of views on screen), and the next cycle starts no sooner than 16 × what the
+//   last one cost after the last one started (at least 66 ms, at most 250 ms): drawing takes about
+//   a sixteenth of the main thread, and so little of the cores the engine's threads share with it
+//   (bench/browser.mjs --only stream), while the views still update 4–15 times a second.
 
 const dirty = new Set();     // render in the next frame
-const streamed = new Set();  // render one per frame, from the next stream tick on
-const settled = new Set();   // render once no streamed redraw is pending
+let cycle = new Set();       // streamed redraws of the running cycle, one per frame
+let pending = new Set();     // streamed redraws for the next cycle
+const settled = new Set();   // render once no streamed redraw is left
 let scheduled = false;
-let lastTick = -Infinity;
 let timer = 0;
+let open = false;            // a cycle is running (until its last frame has been measured)
+let cycleStart = 0;
+let cycleCost = 0;           // ms: the cycle's frames, from their start to the task after them
+let nextCycleAt = 0;
 
-// While tokens stream in, data-driven redraws start at least this far apart: a few hundred chips
-// and canvases repainted 15 times a second look live, and leave the main thread idle most of the
-// time.
-const STREAM_INTERVAL_MS = 66;
+const MIN_INTERVAL_MS = 66;
+const MAX_INTERVAL_MS = 250;
+const COST_SHARE = 16;       // a cycle every ≥ 16 × its cost
 
 function render(v) {
   try {
@@ -31,32 +37,70 @@ function render(v) {
 
 function frame() {
   scheduled = false;
-  const now = performance.now();
+  const t0 = performance.now();
   const views = [...dirty];
   dirty.clear();
-  for (const v of views) streamed.delete(v);
+  for (const v of views) {
+    cycle.delete(v);
+    pending.delete(v);
+  }
   for (const v of views) render(v);
-  // one streamed view with something to draw (views off screen return at once and do not count)
-  while (streamed.size) {
-    const v = streamed.values().next().value;
-    streamed.delete(v);
-    render(v);
-    if (v.visible !== false) break;
+  if (open) {
+    // one streamed view with something to draw (views off screen return at once and do not count)
+    while (cycle.size) {
+      const v = cycle.values().next().value;
+      cycle.delete(v);
+      render(v);
+      if (v.visible !== false) break;
+    }
+    // this frame's cost: its rendering included, up to the first task after it
+    const last = !cycle.size;
+    setTimeout(() => {
+      cycleCost += performance.now() - t0;
+      if (last) endCycle();
+    }, 0);
+    if (!last) schedule();
   }
-  if (!streamed.size && settled.size) {
-    const last = [...settled];
-    settled.clear();
-    for (const v of last) render(v);
+  if (!open || !cycle.size) drawSettled();
+}
+
+function drawSettled() {
+  if (cycle.size || pending.size || !settled.size) return;
+  const views = [...settled];
+  settled.clear();
+  for (const v of views) render(v);
+}
+
+function endCycle() {
+  open = false;
+  const interval = Math.min(MAX_INTERVAL_MS, Math.max(MIN_INTERVAL_MS, COST_SHARE * cycleCost));
+  nextCycleAt = settled.size ? 0 : cycleStart + interval;  // the run is over: no waiting
+  cycleCost = 0;
+  startCycle();
+  if (!open && settled.size) schedule();
+}
+
+// Starts the next cycle when it is due (or sets a timer for then).
+function startCycle() {
+  if (open || timer || !pending.size) return;
+  const wait = nextCycleAt - performance.now();
+  if (wait > 0) {
+    timer = setTimeout(() => {
+      timer = 0;
+      startCycle();
+    }, wait);
+    return;
   }
-  if (streamed.size) schedule();
-  else if (!views.length || now - lastTick >= STREAM_INTERVAL_MS) lastTick = now;
+  cycle = pending;
+  pending = new Set();
+  open = true;
+  cycleStart = performance.now();
+  schedule();
 }
 
 function schedule() {
   if (scheduled) return;
   scheduled = true;
-  clearTimeout(timer);
-  timer = 0;
   requestAnimationFrame(frame);
 }
 
@@ -68,29 +112,23 @@ export function invalidate(view) {
 
 /** Like invalidate(), for redraws driven by streamed data (see above). */
 export function invalidateSoon(view) {
-  if (dirty.has(view)) return;
-  const idle = !streamed.size;
-  streamed.add(view);
-  if (scheduled || timer || !idle) return;
-  const wait = STREAM_INTERVAL_MS - (performance.now() - lastTick);
-  if (wait <= 0) {
-    lastTick = performance.now();
-    schedule();
-  } else {
-    timer = setTimeout(() => {
-      timer = 0;
-      lastTick = performance.now();
-      schedule();
-    }, wait);
-  }
+  if (dirty.has(view) || cycle.has(view)) return;
+  pending.add(view);
+  startCycle();
 }
 
 /**
- * Renders `view` in the frame that draws the last pending streamed redraw (or in the next frame if
- * none is pending): what announces that a run is over shows only once every view has drawn it.
+ * Renders `view` once every streamed redraw asked for so far is drawn, without waiting for the next
+ * cycle's turn: what announces that a run is over shows only once every view has drawn it.
  */
 export function invalidateSettled(view) {
   settled.add(view);
+  nextCycleAt = 0;
+  if (timer) {
+    clearTimeout(timer);
+    timer = 0;
+  }
+  startCycle();
   schedule();
 }
 
