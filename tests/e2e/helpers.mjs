@@ -71,7 +71,9 @@ export async function launchBrowser({ viewport = { width: 1280, height: 800 }, d
     errors,
     async close() {
       await context.close().catch(() => {});
-      rmSync(profile, { recursive: true, force: true });
+      // Chromium's helper processes may still write into the profile for a moment after close():
+      // retry while the folder keeps getting files (ENOTEMPTY), as a bench run once hit.
+      rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }
