@@ -411,6 +411,13 @@ RowsDot rows_dot_32(DType t, int R) {
 
 namespace {
 
+// One copy each of the helpers below, shared by matmul_q and the decode entry points (wasm size).
+#if defined(__GNUC__)
+#define ATTNLENS_ONE_COPY __attribute__((noinline))
+#else
+#define ATTNLENS_ONE_COPY
+#endif
+
 // One activation row in scratch: q [k] int16, corr [k/32][4] int32, d [nb], s [nb] floats, bsums
 // [k/16] int16 (k % 32 == 0 keeps q and corr 16-byte aligned when the row start is), padded to 16 bytes.
 size_t act_stride(int k, int nb) {
@@ -423,7 +430,7 @@ qsimd::ActRow act_row(const void* row, int k, int nb) {
   return qsimd::ActRow{reinterpret_cast<const int16_t*>(p), d, d + nb, reinterpret_cast<const int16_t*>(d + 2 * nb),
                        corr};
 }
-void quantize_act_row(DType t, const float* x, int k, int nb, void* row) {
+ATTNLENS_ONE_COPY void quantize_act_row(DType t, const float* x, int k, int nb, void* row) {
   const qsimd::ActRow r = act_row(row, k, nb);
   qsimd::quantize_row(qs::act_of(t), qsimd::layout_of(t), x, k, const_cast<int16_t*>(r.q), const_cast<float*>(r.d),
                       const_cast<float*>(r.s), const_cast<int16_t*>(r.bsums), const_cast<int32_t*>(r.corr));
@@ -435,7 +442,7 @@ struct Dots {
   int nb;  // activation blocks per row of k
   bool ok() const { return dot1 && (dot2 || dot4); }
 };
-Dots dots_of(DType t, int k) {
+ATTNLENS_ONE_COPY Dots dots_of(DType t, int k) {
   const qs::Act act = qs::act_of(t);
   const bool sb = act == qs::Act::Q8_K;
   const auto pick = sb ? &qsimd::rows_dot_superblock : &qsimd::rows_dot_32;
@@ -450,7 +457,7 @@ Dots dots_of(DType t, int k) {
 // the sweet spot in V8 for most types: three or four rows run out of registers; one row reloads x
 // for every row. q4_0 (no widening, few temporaries) walks four rows rows/4 apart, then the 0-3
 // rows left one by one.
-void walk_rows(const Dots& d, const uint8_t* wb, size_t row_bytes, const qsimd::ActRow& a, int rows, float* yi) {
+ATTNLENS_ONE_COPY void walk_rows(const Dots& d, const uint8_t* wb, size_t row_bytes, const qsimd::ActRow& a, int rows, float* yi) {
   if (d.dot4) {  // four streams, each over a quarter of the rows
     const int q = rows / 4;
     for (int j = 0; j < q; ++j) {
