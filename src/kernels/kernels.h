@@ -37,6 +37,20 @@ void matvec(const float* x, const float* w, const float* bias, float* y, int k, 
 // size as the error of q8_0 weights. n == 1 is decode; n > 1 (prefill) reuses each block of W for
 // all rows of x while it is in cache. Any row range of W is a valid W (a view of whole rows).
 void matmul_q(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept;
+// Decode (n == 1) split over row blocks of W: matmul_q's first step, quantizing x, done once and
+// shared by every block (nn::linear's tasks) instead of once per block. quantize_x writes x[k]
+// in the form weights of type t read into buf (quantized_x_bytes(t, k) bytes, 16-byte aligned);
+// q is null when there is nothing to share (t is not a block type, or a build without SIMD), and
+// matvec_q then is matmul_q on x. matvec_q(q, W rows, …) gives matmul_q's bits for those rows.
+struct QuantizedX {
+  DType t = DType::F32;
+  int k = 0;
+  const float* x = nullptr;
+  const void* q = nullptr;
+};
+size_t quantized_x_bytes(DType t, int k) noexcept;
+QuantizedX quantize_x(DType t, const float* x, int k, void* buf) noexcept;
+void matvec_q(const QuantizedX& x, const uint8_t* w, const float* bias, float* y, int m) noexcept;
 // Row of k elements of any type (f32, f16, bf16 or a block type) as f32 (embedding lookups).
 void dequantize_row(DType t, const uint8_t* w, float* y, int k) noexcept;
 // Quantizes k floats (k a whole number of blocks) into t ∈ {Q8_0, Q4_0, Q5_0, Q4_K} exactly as ggml's

@@ -411,46 +411,90 @@ RowsDot rows_dot_32(DType t, int R) {
 
 namespace {
 
-// The driver. All n rows of x are quantized once into scratch ([n][k] int16 values, then the
-// scales); then W is walked in pairs of rows m/2 apart, so that each row pointer walks its half of
-// the matrix as one long sequential stream. Reading adjacent rows side by side instead (2 or 4
-// short streams that restart every row) measured 2-3× slower from DRAM on this machine (AMD EPYC,
-// Node 20 and native alike): the hardware prefetcher retrains on every restart, and wasm has no
-// prefetch instruction. Two rows per pass is the sweet spot in V8 for most types: three or four rows
-// run out of registers; one row reloads x for every row. q4_0 (no widening, few temporaries) walks
-// four rows m/4 apart, then the 0-3 rows left one by one. Prefill: blocks of W rows small enough to stay in L2
-// (256 KiB) while every row of x passes over them.
-bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) {
+// One copy each of the helpers below, shared by matmul_q and the decode entry points (wasm size).
+#if defined(__GNUC__)
+#define ATTNLENS_ONE_COPY __attribute__((noinline))
+#else
+#define ATTNLENS_ONE_COPY
+#endif
+
+// One activation row in scratch: q [k] int16, corr [k/32][4] int32, d [nb], s [nb] floats, bsums
+// [k/16] int16 (k % 32 == 0 keeps q and corr 16-byte aligned when the row start is), padded to 16 bytes.
+size_t act_stride(int k, int nb) {
+  return (size_t(k) * 2 + size_t(nb) * 8 + size_t(k / 16) * 2 + size_t(k / 32) * 16 + 15) / 16 * 16;
+}
+qsimd::ActRow act_row(const void* row, int k, int nb) {
+  auto* p = static_cast<const uint8_t*>(row);
+  const auto* corr = reinterpret_cast<const int32_t*>(p + size_t(k) * 2);
+  const auto* d = reinterpret_cast<const float*>(corr + k / 8);
+  return qsimd::ActRow{reinterpret_cast<const int16_t*>(p), d, d + nb, reinterpret_cast<const int16_t*>(d + 2 * nb),
+                       corr};
+}
+ATTNLENS_ONE_COPY void quantize_act_row(DType t, const float* x, int k, int nb, void* row) {
+  const qsimd::ActRow r = act_row(row, k, nb);
+  qsimd::quantize_row(qs::act_of(t), qsimd::layout_of(t), x, k, const_cast<int16_t*>(r.q), const_cast<float*>(r.d),
+                      const_cast<float*>(r.s), const_cast<int16_t*>(r.bsums), const_cast<int32_t*>(r.corr));
+}
+
+// The row kernels of t for 4, 2 and 1 rows per pass; ok() is false when t has none (not a block type).
+struct Dots {
+  qsimd::RowsDot dot4, dot2, dot1;
+  int nb;  // activation blocks per row of k
+  bool ok() const { return dot1 && (dot2 || dot4); }
+};
+ATTNLENS_ONE_COPY Dots dots_of(DType t, int k) {
   const qs::Act act = qs::act_of(t);
   const bool sb = act == qs::Act::Q8_K;
-  const qsimd::RowsDot dot4 = sb ? qsimd::rows_dot_superblock(t, 4) : qsimd::rows_dot_32(t, 4);
-  const qsimd::RowsDot dot2 = sb ? qsimd::rows_dot_superblock(t, 2) : qsimd::rows_dot_32(t, 2);
-  const qsimd::RowsDot dot1 = sb ? qsimd::rows_dot_superblock(t, 1) : qsimd::rows_dot_32(t, 1);
-  if (!dot1 || !(dot2 || dot4)) return false;
-  const int nb = k / qs::act_block(act);
-  const qsimd::Layout lay = qsimd::layout_of(t);
-  // Per row of x: q [k] int16, corr [k/32][4] int32, d [nb], s [nb] floats, bsums [k/16] int16
-  // (k % 32 == 0 keeps q and corr 16-byte aligned when the row start is).
-  const size_t row_stride = size_t(k) * 2 + size_t(nb) * 8 + size_t(k / 16) * 2 + size_t(k / 32) * 16;
-  const size_t stride16 = (row_stride + 15) / 16 * 16;
+  const auto pick = sb ? &qsimd::rows_dot_superblock : &qsimd::rows_dot_32;
+  return Dots{pick(t, 4), pick(t, 2), pick(t, 1), k / qs::act_block(act)};
+}
+
+// yi[0..rows) = rows of W (from wb, row_bytes apart) · one activation row, walked in pairs of rows
+// rows/2 apart, so that each row pointer walks its half of the matrix as one long sequential
+// stream. Reading adjacent rows side by side instead (2 or 4 short streams that restart every row)
+// measured 2-3× slower from DRAM on this machine (AMD EPYC, Node 20 and native alike): the hardware
+// prefetcher retrains on every restart, and wasm has no prefetch instruction. Two rows per pass is
+// the sweet spot in V8 for most types: three or four rows run out of registers; one row reloads x
+// for every row. q4_0 (no widening, few temporaries) walks four rows rows/4 apart, then the 0-3
+// rows left one by one.
+ATTNLENS_ONE_COPY void walk_rows(const Dots& d, const uint8_t* wb, size_t row_bytes, const qsimd::ActRow& a, int rows, float* yi) {
+  if (d.dot4) {  // four streams, each over a quarter of the rows
+    const int q = rows / 4;
+    for (int j = 0; j < q; ++j) {
+      float t4[4];
+      d.dot4(wb + size_t(j) * row_bytes, size_t(q) * row_bytes, a, d.nb, t4);
+      for (int r = 0; r < 4; ++r) yi[j + r * q] = t4[r];
+    }
+    for (int j = 4 * q; j < rows; ++j) d.dot1(wb + size_t(j) * row_bytes, 0, a, d.nb, yi + j);
+    return;
+  }
+  const int h = rows / 2;
+  for (int j = 0; j < h; ++j) {
+    float t2[2];
+    d.dot2(wb + size_t(j) * row_bytes, size_t(h) * row_bytes, a, d.nb, t2);
+    yi[j] = t2[0];
+    yi[j + h] = t2[1];
+  }
+  if (rows & 1) d.dot1(wb + size_t(rows - 1) * row_bytes, 0, a, d.nb, yi + rows - 1);
+}
+
+// The driver. All n rows of x are quantized once into scratch, then W is walked by walk_rows per
+// row of x. Prefill: blocks of W rows small enough to stay in L2 (256 KiB) while every row of x
+// passes over them.
+bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) {
+  const Dots dots = dots_of(t, k);
+  if (!dots.ok()) return false;
+  const int nb = dots.nb;
+  const size_t stride16 = act_stride(k, nb);
   auto* buf = static_cast<uint8_t*>(scratch::get(scratch::kActivations, size_t(n) * stride16));
   if (!buf) return false;
-  auto row_of = [&](int i) {
-    uint8_t* p = buf + size_t(i) * stride16;
-    auto* q = reinterpret_cast<int16_t*>(p);
-    auto* corr = reinterpret_cast<int32_t*>(p + size_t(k) * 2);
-    auto* d = reinterpret_cast<float*>(corr + k / 8);
-    return qsimd::ActRow{q, d, d + nb, reinterpret_cast<int16_t*>(d + 2 * nb), corr};
-  };
-  for (int i = 0; i < n; ++i) {
-    const qsimd::ActRow r = row_of(i);
-    qsimd::quantize_row(act, lay, x + size_t(i) * k, k, const_cast<int16_t*>(r.q), const_cast<float*>(r.d),
-                        const_cast<float*>(r.s), const_cast<int16_t*>(r.bsums), const_cast<int32_t*>(r.corr));
-  }
+  auto row_of = [&](int i) { return act_row(buf + size_t(i) * stride16, k, nb); };
+  for (int i = 0; i < n; ++i) quantize_act_row(t, x + size_t(i) * k, k, nb, buf + size_t(i) * stride16);
   const size_t row_bytes = qb::row_bytes(t, k);
   const int block = n == 1 ? m : std::max(2, int((256 << 10) / row_bytes));
   // Prefill: tiles of one W row × kTileTokens rows of x (each block of W decoded once per tile); the
   // tokens left over (n % kTileTokens) go through the pairs of rows. Both give the same bits.
+  const bool sb = qs::act_of(t) == qs::Act::Q8_K;
   const qsimd::TileDot tile = n == 1 ? nullptr : sb ? qsimd::tile_dot_superblock(t) : qsimd::tile_dot_32(t);
   const int tiled = tile ? n / qsimd::kTileTokens * qsimd::kTileTokens : 0;
   for (int j0 = 0; j0 < m; j0 += block) {
@@ -461,28 +505,7 @@ bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias,
       float* yi = y + size_t(i) * m + j0;
       for (int j = 0; j < rows; ++j) tile(wb + size_t(j) * row_bytes, a, stride16, nb, yi + j, size_t(m));
     }
-    for (int i = tiled; i < n; ++i) {
-      const qsimd::ActRow a = row_of(i);
-      float* yi = y + size_t(i) * m + j0;
-      if (dot4) {  // four streams, each over a quarter of the rows
-        const int q = rows / 4;
-        for (int j = 0; j < q; ++j) {
-          float t4[4];
-          dot4(wb + size_t(j) * row_bytes, size_t(q) * row_bytes, a, nb, t4);
-          for (int r = 0; r < 4; ++r) yi[j + r * q] = t4[r];
-        }
-        for (int j = 4 * q; j < rows; ++j) dot1(wb + size_t(j) * row_bytes, 0, a, nb, yi + j);
-        continue;
-      }
-      const int h = rows / 2;
-      for (int j = 0; j < h; ++j) {
-        float t2[2];
-        dot2(wb + size_t(j) * row_bytes, size_t(h) * row_bytes, a, nb, t2);
-        yi[j] = t2[0];
-        yi[j + h] = t2[1];
-      }
-      if (rows & 1) dot1(wb + size_t(rows - 1) * row_bytes, 0, a, nb, yi + rows - 1);
-    }
+    for (int i = tiled; i < n; ++i) walk_rows(dots, wb, row_bytes, row_of(i), rows, y + size_t(i) * m + j0);
     if (bias)
       for (int i = 0; i < n; ++i)
         for (int j = 0; j < rows; ++j) y[size_t(i) * m + j0 + j] += bias[j0 + j];
@@ -530,6 +553,39 @@ void matmul_q(DType t, const float* x, const uint8_t* w, const float* bias, floa
   if (matmul_q_scalar(t, x, w, bias, y, n, k, m)) return;
 #endif
   ref::matmul_q(t, x, w, bias, y, n, k, m);
+}
+
+size_t quantized_x_bytes([[maybe_unused]] DType t, [[maybe_unused]] int k) noexcept {
+#if ATTNLENS_QUANT_SIMD
+  const Dots dots = dots_of(t, k);
+  if (dots.ok()) return act_stride(k, dots.nb);
+#endif
+  return 0;
+}
+
+QuantizedX quantize_x(DType t, const float* x, int k, [[maybe_unused]] void* buf) noexcept {
+  QuantizedX q{t, k, x, nullptr};
+#if ATTNLENS_QUANT_SIMD
+  const Dots dots = dots_of(t, k);
+  if (buf && dots.ok()) {
+    quantize_act_row(t, x, k, dots.nb, buf);
+    q.q = buf;
+  }
+#endif
+  return q;
+}
+
+void matvec_q(const QuantizedX& x, const uint8_t* w, const float* bias, float* y, int m) noexcept {
+#if ATTNLENS_QUANT_SIMD
+  if (x.q) {  // matmul_q_simd's n == 1 walk on the shared row
+    const Dots dots = dots_of(x.t, x.k);
+    walk_rows(dots, w, qb::row_bytes(x.t, x.k), act_row(x.q, x.k, dots.nb), m, y);
+    if (bias)
+      for (int j = 0; j < m; ++j) y[j] += bias[j];
+    return;
+  }
+#endif
+  matmul_q(x.t, x.x, w, bias, y, 1, x.k, m);
 }
 
 void dequantize_row(DType t, const uint8_t* w, float* y, int k) noexcept { ref::dequantize_row(t, w, y, k); }

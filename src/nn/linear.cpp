@@ -49,20 +49,47 @@ namespace {
 // One token (decode) through several layers of the same input: their row blocks are the tasks of one
 // parallel region, so the threads meet once for Q, K and V (or gate and up) instead of once per matrix.
 // One task computes the same rows the same way as linear() alone would: the bits do not change.
+// For block-quantized weights x is quantized once before the region (per weight type among the
+// parts), not again in every task (kernels::quantize_x: the same values matmul_q would make).
 struct DecodePart {
   const Linear* layer;
   float* y;
   RowSplit split;
   int first_task;
+  kernels::QuantizedX xq;
 };
 
-void decode_parts(const DecodePart* parts, int count, int tasks, const float* x) {
+void decode_parts(DecodePart* parts, int count, int tasks, const float* x) {
+  // The calling thread's space for the quantized rows; the tasks only read it. 16-byte units for
+  // the kernels' aligned loads; it keeps its largest size (a few KiB per row of x).
+  struct alignas(16) Unit {
+    unsigned char b[16];
+  };
+  thread_local std::vector<Unit> space;
+  size_t offset[4] = {}, total = 0;
+  for (int p = 0; p < count; ++p) {
+    const Matrix& w = parts[p].layer->w;
+    offset[p] = total;
+    if (dtype_is_block(w.dtype)) total += (kernels::quantized_x_bytes(w.dtype, w.cols) + 15) / 16;
+  }
+  if (space.size() < total) space.resize(total);
+  for (int p = 0; p < count; ++p) {
+    const Matrix& w = parts[p].layer->w;
+    if (!dtype_is_block(w.dtype)) continue;
+    int same = 0;  // an earlier part of the same type shares its row
+    while (same < p && parts[same].layer->w.dtype != w.dtype) ++same;
+    parts[p].xq = same < p ? parts[same].xq : kernels::quantize_x(w.dtype, x, w.cols, space.data() + offset[p]);
+  }
   parallel::for_each(tasks, [&](int t) noexcept {
     int p = count - 1;
     while (t < parts[p].first_task) --p;
     const DecodePart& part = parts[p];
     const int first = (t - part.first_task) * part.split.rows, out = part.layer->out();
-    linear_rows(*part.layer, first, std::min(part.split.rows, out - first), x, 1, part.y + first);
+    const int rows = std::min(part.split.rows, out - first);
+    if (part.xq.k == 0) return linear_rows(*part.layer, first, rows, x, 1, part.y + first);
+    const Linear& l = *part.layer;
+    kernels::matvec_q(part.xq, static_cast<const uint8_t*>(row_block(l.w, first, rows).data), l.b ? l.b + first : nullptr,
+                      part.y + first, rows);
   });
 }
 
@@ -73,7 +100,7 @@ void linear(const Linear& l, const float* x, int n, float* y) {
   const RowSplit split = row_split(out, n);
   if (split.tasks <= 1) return linear_rows(l, 0, out, x, n, y);
   if (n == 1) {
-    const DecodePart part{&l, y, split, 0};
+    DecodePart part{&l, y, split, 0, {}};
     return decode_parts(&part, 1, split.tasks, x);
   }
   // The kernels write rows of `count` outputs. Each task owns one block of W's rows and passes every
@@ -108,7 +135,7 @@ void linears(std::initializer_list<LinearOutput> outputs, const float* x, int n)
   DecodePart parts[4];
   int count = 0, tasks = 0;
   for (const LinearOutput& o : outputs) {
-    parts[count] = DecodePart{o.layer, o.y, row_split(o.layer->out(), 1), tasks};
+    parts[count] = DecodePart{o.layer, o.y, row_split(o.layer->out(), 1), tasks, {}};
     tasks += parts[count].split.tasks;
     ++count;
   }

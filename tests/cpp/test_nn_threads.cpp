@@ -142,3 +142,49 @@ TEST_CASE("linears: several layers in one region give the bits of separate linea
     }
   }
 }
+
+// Decode quantizes x once per call and shares it among the tasks (and among the parts of linears() with
+// the same weight type): the bits must be those of one kernels::matmul_q over the whole matrix, which
+// quantizes x itself, whatever the threads — mixed types as in a Q4_K_M file (q4_K, q6_K, q4_K).
+TEST_CASE("linears: decode with quantized weights shares the quantized x and keeps matmul_q's bits", "[nn][threads]") {
+  parallel::reserve(4);
+  const int in = 512;
+  struct Part {
+    DType t;
+    int out;
+    std::vector<uint8_t> wq;
+    std::vector<float> b, y;
+  };
+  for (const auto& types : {std::vector<DType>{DType::Q4_K, DType::Q6_K, DType::Q4_K},
+                            std::vector<DType>{DType::Q4_0, DType::Q8_0, DType::Q4_0, DType::Q5_1}}) {
+    std::vector<Part> parts;
+    int seed = 40;
+    for (DType t : types) {
+      const int out = parts.size() == 1 ? 100 : 512;  // 100: a last task of 4 rows
+      const std::vector<float> w = randn(size_t(out) * in, uint32_t(++seed), 1.f / std::sqrt(float(in)));
+      Part p{t, out, std::vector<uint8_t>(dtype_bytes(t, size_t(out) * in)), randn(size_t(out), uint32_t(++seed), 0.1f),
+             std::vector<float>(size_t(out))};
+      for (int r = 0; r < out; ++r)
+        kernels::quantize_row(t, w.data() + size_t(r) * in, p.wq.data() + dtype_bytes(t, size_t(r) * in), in);
+      parts.push_back(std::move(p));
+    }
+    std::vector<Linear> ls;
+    for (const Part& p : parts) ls.push_back(Linear{Matrix{p.t, p.out, in, p.wq.data()}, p.b.data()});
+    const std::vector<float> x = randn(size_t(in), 77u);
+    for (int threads : {1, 2, 4}) {
+      parallel::Threads use(threads);
+      if (ls.size() == 3) linears({{&ls[0], parts[0].y.data()}, {&ls[1], parts[1].y.data()}, {&ls[2], parts[2].y.data()}}, x.data(), 1);
+      else
+        linears({{&ls[0], parts[0].y.data()}, {&ls[1], parts[1].y.data()}, {&ls[2], parts[2].y.data()},
+                 {&ls[3], parts[3].y.data()}},
+                x.data(), 1);
+      for (size_t i = 0; i < parts.size(); ++i) {
+        INFO(dtype_name(parts[i].t) << ", part " << i << ", " << threads << " threads");
+        std::vector<float> whole(size_t(parts[i].out));
+        kernels::matmul_q(parts[i].t, x.data(), parts[i].wq.data(), parts[i].b.data(), whole.data(), 1, in, parts[i].out);
+        CHECK(same_bits(parts[i].y, whole));
+        CHECK(same_bits(parts[i].y, run(ls[i], x, 1, threads)));
+      }
+    }
+  }
+}

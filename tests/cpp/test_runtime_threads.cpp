@@ -106,10 +106,13 @@ TEST_CASE("threads: the date-normalizer encoder–decoder gives identical bits w
   CHECK(same_bits(one, run(4)));
 }
 
-TEST_CASE("threads: stories260K (Llama, GQA) f32 and q8_0 give identical bits with 1, 2 and 4 threads", "[runtime][threads]") {
+TEST_CASE("threads: stories260K (Llama, GQA) f32, q8_0, q4_0 and q4_K give identical bits with 1, 2 and 4 threads",
+          "[runtime][threads]") {
   SKIP_UNLESS_FILE(testutil::shared_path("models/stories260K/stories260K.bin"));
   parallel::reserve(4);
-  for (auto format : {models::WeightFormat::AsStored, models::WeightFormat::Q8_0}) {
+  // q4_K: stories260K's 64-wide inputs take llama.cpp's q5_0 fallback (models/weights.h)
+  for (auto format : {models::WeightFormat::AsStored, models::WeightFormat::Q8_0, models::WeightFormat::Q4_0,
+                      models::WeightFormat::Q4_K}) {
     LoadOptions o;
     o.format = format;
     auto m = load_model({file(testutil::shared_path("models/stories260K/stories260K.bin")),
