@@ -420,7 +420,43 @@ namespace {
 // run out of registers; one row reloads x for every row. q4_0 (no widening, few temporaries) walks
 // four rows m/4 apart, then the 0-3 rows left one by one. Prefill: blocks of W rows small enough to stay in L2
 // (256 KiB) while every row of x passes over them.
-bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) {
+// Per row of x: q [k] int16, corr [k/32][4] int32, d [nb], s [nb] floats, bsums [k/16] int16
+// (k % 32 == 0 keeps q and corr 16-byte aligned when the row start is); rows 16-byte multiples apart.
+size_t act_row_stride(DType t, int k) {
+  const int nb = k / qs::act_block(qs::act_of(t));
+  const size_t row_stride = size_t(k) * 2 + size_t(nb) * 8 + size_t(k / 16) * 2 + size_t(k / 32) * 16;
+  return (row_stride + 15) / 16 * 16;
+}
+
+qsimd::ActRow act_row(DType t, uint8_t* buf, int k, int i) {
+  const int nb = k / qs::act_block(qs::act_of(t));
+  uint8_t* p = buf + size_t(i) * act_row_stride(t, k);
+  auto* q = reinterpret_cast<int16_t*>(p);
+  auto* corr = reinterpret_cast<int32_t*>(p + size_t(k) * 2);
+  auto* d = reinterpret_cast<float*>(corr + k / 8);
+  return qsimd::ActRow{q, d, d + nb, reinterpret_cast<int16_t*>(d + 2 * nb), corr};
+}
+
+// All n rows of x quantized into buf (n · act_row_stride bytes, 16-byte aligned).
+void quantize_rows_simd(DType t, const float* x, int n, int k, uint8_t* buf) {
+  const qs::Act act = qs::act_of(t);
+  const qsimd::Layout lay = qsimd::layout_of(t);
+  for (int i = 0; i < n; ++i) {
+    const qsimd::ActRow r = act_row(t, buf, k, i);
+    qsimd::quantize_row(act, lay, x + size_t(i) * k, k, const_cast<int16_t*>(r.q), const_cast<float*>(r.d),
+                        const_cast<float*>(r.s), const_cast<int16_t*>(r.bsums), const_cast<int32_t*>(r.corr));
+  }
+}
+
+bool has_simd_kernels(DType t) {
+  const bool sb = qs::act_of(t) == qs::Act::Q8_K;
+  const auto rows = [&](int r) { return sb ? qsimd::rows_dot_superblock(t, r) : qsimd::rows_dot_32(t, r); };
+  return rows(1) && (rows(2) || rows(4));
+}
+
+// buf: x's n rows already quantized (quantize_rows_simd) or null (quantized here into scratch).
+bool matmul_q_simd(DType t, const float* x, const uint8_t* prequantized, const uint8_t* w, const float* bias, float* y,
+                   int n, int k, int m) {
   const qs::Act act = qs::act_of(t);
   const bool sb = act == qs::Act::Q8_K;
   const qsimd::RowsDot dot4 = sb ? qsimd::rows_dot_superblock(t, 4) : qsimd::rows_dot_32(t, 4);
@@ -428,25 +464,14 @@ bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias,
   const qsimd::RowsDot dot1 = sb ? qsimd::rows_dot_superblock(t, 1) : qsimd::rows_dot_32(t, 1);
   if (!dot1 || !(dot2 || dot4)) return false;
   const int nb = k / qs::act_block(act);
-  const qsimd::Layout lay = qsimd::layout_of(t);
-  // Per row of x: q [k] int16, corr [k/32][4] int32, d [nb], s [nb] floats, bsums [k/16] int16
-  // (k % 32 == 0 keeps q and corr 16-byte aligned when the row start is).
-  const size_t row_stride = size_t(k) * 2 + size_t(nb) * 8 + size_t(k / 16) * 2 + size_t(k / 32) * 16;
-  const size_t stride16 = (row_stride + 15) / 16 * 16;
-  auto* buf = static_cast<uint8_t*>(scratch::get(scratch::kActivations, size_t(n) * stride16));
-  if (!buf) return false;
-  auto row_of = [&](int i) {
-    uint8_t* p = buf + size_t(i) * stride16;
-    auto* q = reinterpret_cast<int16_t*>(p);
-    auto* corr = reinterpret_cast<int32_t*>(p + size_t(k) * 2);
-    auto* d = reinterpret_cast<float*>(corr + k / 8);
-    return qsimd::ActRow{q, d, d + nb, reinterpret_cast<int16_t*>(d + 2 * nb), corr};
-  };
-  for (int i = 0; i < n; ++i) {
-    const qsimd::ActRow r = row_of(i);
-    qsimd::quantize_row(act, lay, x + size_t(i) * k, k, const_cast<int16_t*>(r.q), const_cast<float*>(r.d),
-                        const_cast<float*>(r.s), const_cast<int16_t*>(r.bsums), const_cast<int32_t*>(r.corr));
+  const size_t stride16 = act_row_stride(t, k);
+  auto* buf = const_cast<uint8_t*>(prequantized);
+  if (!buf) {
+    buf = static_cast<uint8_t*>(scratch::get(scratch::kActivations, size_t(n) * stride16));
+    if (!buf) return false;
+    quantize_rows_simd(t, x, n, k, buf);
   }
+  auto row_of = [&](int i) { return act_row(t, buf, k, i); };
   const size_t row_bytes = qb::row_bytes(t, k);
   const int block = n == 1 ? m : std::max(2, int((256 << 10) / row_bytes));
   // Prefill: tiles of one W row × kTileTokens rows of x (each block of W decoded once per tile); the
@@ -525,11 +550,35 @@ namespace {
 
 void matmul_q(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept {
 #if ATTNLENS_QUANT_SIMD
-  if (matmul_q_simd(t, x, w, bias, y, n, k, m)) return;
+  if (matmul_q_simd(t, x, nullptr, w, bias, y, n, k, m)) return;
 #else
   if (matmul_q_scalar(t, x, w, bias, y, n, k, m)) return;
 #endif
   ref::matmul_q(t, x, w, bias, y, n, k, m);
+}
+
+size_t quantized_rows_bytes(DType t, int n, int k) noexcept {
+#if ATTNLENS_QUANT_SIMD
+  if (dtype_is_block(t) && has_simd_kernels(t)) return size_t(n) * act_row_stride(t, k);
+#endif
+  (void)t, (void)n, (void)k;
+  return 0;
+}
+
+void quantize_rows(DType t, const float* x, int n, int k, void* buf) noexcept {
+#if ATTNLENS_QUANT_SIMD
+  if (quantized_rows_bytes(t, n, k)) quantize_rows_simd(t, x, n, k, static_cast<uint8_t*>(buf));
+#endif
+  (void)t, (void)x, (void)n, (void)k, (void)buf;
+}
+
+void matmul_q_rows(DType t, const float* x, const void* xq, const uint8_t* w, const float* bias, float* y, int n, int k,
+                   int m) noexcept {
+#if ATTNLENS_QUANT_SIMD
+  if (xq && matmul_q_simd(t, x, static_cast<const uint8_t*>(xq), w, bias, y, n, k, m)) return;
+#endif
+  (void)xq;
+  matmul_q(t, x, w, bias, y, n, k, m);
 }
 
 void dequantize_row(DType t, const uint8_t* w, float* y, int k) noexcept { ref::dequantize_row(t, w, y, k); }
