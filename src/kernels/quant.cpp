@@ -353,30 +353,29 @@ RowsDot pick(int R) {
 // accumulation (scale_add with d_w·d_x) are dot_rows' operations in the same order: same bits.
 // q4_1/q5_1 (a min term per token as well) keep dot_rows: their 4 more live floats spill in V8.
 template <class T>
-void tile_32(const uint8_t* w, const ActRow& a, size_t a_stride, int nb, float* out, size_t out_stride) {
+void tile_32(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out_stride) {
   constexpr int NT = kTileTokens;
   const F16 f16;
   __m128 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm_setzero_ps();
-  const auto* q0 = reinterpret_cast<const uint8_t*>(a.q);
-  const auto* d0 = reinterpret_cast<const uint8_t*>(a.d);
-  const auto* c0 = reinterpret_cast<const uint8_t*>(a.corr);
   const uint8_t* p = w;
+  const uint8_t* const end = w + size_t(nb) * T::kBytes;
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
 #endif
-  for (int b = 0; b < nb; ++b, p += T::kBytes) {
+  for (; p != end; p += T::kBytes, xp += kTileBlock32) {
     __m128i wv[4];
     T::decode(p, wv);
     const float dw = f16(p + T::kD);
     for (int t = 0; t < NT; ++t) {
-      const auto* xv = reinterpret_cast<const __m128i*>(reinterpret_cast<const int16_t*>(q0 + t * a_stride) + 32 * b);
+      const auto* xv = reinterpret_cast<const __m128i*>(xp + 64 * t);
       const __m128i s0 = _mm_madd_epi16(wv[0], _mm_load_si128(xv)), s1 = _mm_madd_epi16(wv[1], _mm_load_si128(xv + 1));
       const __m128i s2 = _mm_madd_epi16(wv[2], _mm_load_si128(xv + 2)), s3 = _mm_madd_epi16(wv[3], _mm_load_si128(xv + 3));
       __m128i s = _mm_add_epi32(_mm_add_epi32(s0, s1), _mm_add_epi32(s2, s3));
       if constexpr (HasCorr<T>::value)
-        s = _mm_add_epi32(s, _mm_load_si128(reinterpret_cast<const __m128i*>(c0 + t * a_stride) + b));
-      const float dx = reinterpret_cast<const float*>(d0 + t * a_stride)[b];
+        s = _mm_add_epi32(s, _mm_load_si128(reinterpret_cast<const __m128i*>(xp + kTileCorr32 + 16 * t)));
+      float dx;
+      std::memcpy(&dx, xp + kTileD32 + 4 * t, 4);
       acc[t] = scale_add(acc[t], s, dw * dx);
     }
   }
@@ -448,6 +447,28 @@ void quantize_rows_simd(DType t, const float* x, int n, int k, uint8_t* buf) {
   }
 }
 
+// kTileTokens rows of x from row i (row layout, rows `stride` bytes apart in buf) into the tile
+// layout of quant_simd.h (nb blocks of 32, or of 256 when sb).
+void pack_tile(bool sb, bool corr, const uint8_t* buf, size_t stride, int i, int k, int nb, uint8_t* out) {
+  constexpr int NT = qsimd::kTileTokens;
+  const int blk = sb ? 256 : 32;
+  for (int b = 0; b < nb; ++b, out += sb ? qsimd::kTileBlock256 : qsimd::kTileBlock32)
+    for (int t = 0; t < NT; ++t) {
+      const uint8_t* row = buf + size_t(i + t) * stride;
+      const uint8_t* q = row + size_t(2) * blk * b;
+      const uint8_t* c = row + size_t(k) * 2;  // corr [k/32][4] int32, then d [nb], s [nb], bsums [k/16]
+      const uint8_t* d = c + size_t(k / 32) * 16;
+      for (int j = 0; j < blk / 32; ++j) std::memcpy(out + 64 * (NT * j + t), q + 64 * j, 64);
+      if (sb) {
+        std::memcpy(out + qsimd::kTileBsums256 + 32 * t, d + size_t(nb) * 8 + 32 * size_t(b), 32);
+        std::memcpy(out + qsimd::kTileD256 + 4 * t, d + 4 * size_t(b), 4);
+      } else {
+        if (corr) std::memcpy(out + qsimd::kTileCorr32 + 16 * t, c + 16 * size_t(b), 16);
+        std::memcpy(out + qsimd::kTileD32 + 4 * t, d + 4 * size_t(b), 4);
+      }
+    }
+}
+
 bool has_simd_kernels(DType t) {
   const bool sb = qs::act_of(t) == qs::Act::Q8_K;
   const auto rows = [&](int r) { return sb ? qsimd::rows_dot_superblock(t, r) : qsimd::rows_dot_32(t, r); };
@@ -464,6 +485,7 @@ bool matmul_q_simd(DType t, const float* x, const uint8_t* prequantized, const u
   const qsimd::RowsDot dot1 = sb ? qsimd::rows_dot_superblock(t, 1) : qsimd::rows_dot_32(t, 1);
   if (!dot1 || !(dot2 || dot4)) return false;
   const int nb = k / qs::act_block(act);
+  const qsimd::Layout lay = qsimd::layout_of(t);
   const size_t stride16 = act_row_stride(t, k);
   auto* buf = const_cast<uint8_t*>(prequantized);
   if (!buf) {
@@ -478,13 +500,21 @@ bool matmul_q_simd(DType t, const float* x, const uint8_t* prequantized, const u
   // tokens left over (n % kTileTokens) go through the pairs of rows. Both give the same bits.
   const qsimd::TileDot tile = n == 1 ? nullptr : sb ? qsimd::tile_dot_superblock(t) : qsimd::tile_dot_32(t);
   const int tiled = tile ? n / qsimd::kTileTokens * qsimd::kTileTokens : 0;
+  const size_t tile_bytes = size_t(nb) * (sb ? qsimd::kTileBlock256 : qsimd::kTileBlock32);
+  uint8_t* packed = nullptr;
+  if (tiled) {
+    packed = static_cast<uint8_t*>(scratch::get(scratch::kPackedX, size_t(tiled / qsimd::kTileTokens) * tile_bytes));
+    if (!packed) return false;
+    for (int i = 0; i < tiled; i += qsimd::kTileTokens)
+      pack_tile(sb, lay == qsimd::Layout::Nib4, buf, stride16, i, k, nb, packed + size_t(i / qsimd::kTileTokens) * tile_bytes);
+  }
   for (int j0 = 0; j0 < m; j0 += block) {
     const int rows = std::min(block, m - j0);
     const uint8_t* wb = w + size_t(j0) * row_bytes;
     for (int i = 0; i < tiled; i += qsimd::kTileTokens) {
-      const qsimd::ActRow a = row_of(i);
+      const uint8_t* xp = packed + size_t(i / qsimd::kTileTokens) * tile_bytes;
       float* yi = y + size_t(i) * m + j0;
-      for (int j = 0; j < rows; ++j) tile(wb + size_t(j) * row_bytes, a, stride16, nb, yi + j, size_t(m));
+      for (int j = 0; j < rows; ++j) tile(wb + size_t(j) * row_bytes, xp, nb, yi + j, size_t(m));
     }
     for (int i = tiled; i < n; ++i) {
       const qsimd::ActRow a = row_of(i);
