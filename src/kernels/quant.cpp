@@ -436,7 +436,11 @@ qsimd::ActRow act_row(DType t, uint8_t* buf, int k, int i) {
   return qsimd::ActRow{q, d, d + nb, reinterpret_cast<int16_t*>(d + 2 * nb), corr};
 }
 
-// All n rows of x quantized into buf (n · act_row_stride bytes, 16-byte aligned).
+// All n rows of x quantized into buf (n · act_row_stride bytes, 16-byte aligned). Not inlined, nor
+// pack_tile: one copy each (wasm size), they run once per call.
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
 void quantize_rows_simd(DType t, const float* x, int n, int k, uint8_t* buf) {
   const qs::Act act = qs::act_of(t);
   const qsimd::Layout lay = qsimd::layout_of(t);
@@ -449,23 +453,33 @@ void quantize_rows_simd(DType t, const float* x, int n, int k, uint8_t* buf) {
 
 // kTileTokens rows of x from row i (row layout, rows `stride` bytes apart in buf) into the tile
 // layout of quant_simd.h (nb blocks of 32, or of 256 when sb).
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
 void pack_tile(bool sb, bool corr, const uint8_t* buf, size_t stride, int i, int k, int nb, uint8_t* out) {
   constexpr int NT = qsimd::kTileTokens;
   const int blk = sb ? 256 : 32;
-  for (int b = 0; b < nb; ++b, out += sb ? qsimd::kTileBlock256 : qsimd::kTileBlock32)
+  const size_t block_bytes = sb ? qsimd::kTileBlock256 : qsimd::kTileBlock32;
+  const int d_at = sb ? qsimd::kTileD256 : qsimd::kTileD32;
+  // 16-byte pieces: n of them from `from` to `to` (one loop, not unrolled: size)
+  const auto copy16 = [](uint8_t* to, const uint8_t* from, int n) {
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
+    for (int v = 0; v < n; ++v) _mm_storeu_si128(reinterpret_cast<__m128i*>(to) + v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(from) + v));
+  };
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
+  for (int b = 0; b < nb; ++b, out += block_bytes)
     for (int t = 0; t < NT; ++t) {
       const uint8_t* row = buf + size_t(i + t) * stride;
-      const uint8_t* q = row + size_t(2) * blk * b;
       const uint8_t* c = row + size_t(k) * 2;  // corr [k/32][4] int32, then d [nb], s [nb], bsums [k/16]
       const uint8_t* d = c + size_t(k / 32) * 16;
-      for (int j = 0; j < blk / 32; ++j) std::memcpy(out + 64 * (NT * j + t), q + 64 * j, 64);
-      if (sb) {
-        std::memcpy(out + qsimd::kTileBsums256 + 32 * t, d + size_t(nb) * 8 + 32 * size_t(b), 32);
-        std::memcpy(out + qsimd::kTileD256 + 4 * t, d + 4 * size_t(b), 4);
-      } else {
-        if (corr) std::memcpy(out + qsimd::kTileCorr32 + 16 * t, c + 16 * size_t(b), 16);
-        std::memcpy(out + qsimd::kTileD32 + 4 * t, d + 4 * size_t(b), 4);
-      }
+      for (int j = 0; j < blk / 32; ++j) copy16(out + 64 * (NT * j + t), row + size_t(2) * blk * b + 64 * j, 4);
+      if (sb) copy16(out + qsimd::kTileBsums256 + 32 * t, d + size_t(nb) * 8 + 32 * size_t(b), 2);
+      else if (corr) copy16(out + qsimd::kTileCorr32 + 16 * t, c + 16 * size_t(b), 1);
+      std::memcpy(out + d_at + 4 * t, d + 4 * size_t(b), 4);
     }
 }
 
