@@ -51,6 +51,15 @@ struct QuantizedX {
 size_t quantized_x_bytes(DType t, int k) noexcept;
 QuantizedX quantize_x(DType t, const float* x, int k, void* buf) noexcept;
 void matvec_q(const QuantizedX& x, const uint8_t* w, const float* bias, float* y, int m) noexcept;
+// Prefill (n > 1) split over row blocks of W: matmul_q's first step, quantizing the n rows of x, done
+// once (quantize_rows into quantized_rows_bytes(t, n, k) bytes, 16-byte aligned; rows i.. start
+// i · quantized_rows_bytes(t, 1, k) bytes in) and shared by every block, instead of once per block.
+// quantized_rows_bytes is 0 when there is nothing to share (then matmul_q_rows is matmul_q on x).
+// matmul_q_rows(t, x, xq, W rows, …) gives matmul_q's bits for those rows.
+size_t quantized_rows_bytes(DType t, int n, int k) noexcept;
+void quantize_rows(DType t, const float* x, int n, int k, void* buf) noexcept;
+void matmul_q_rows(DType t, const float* x, const void* xq, const uint8_t* w, const float* bias, float* y, int n, int k,
+                   int m) noexcept;
 // Row of k elements of any type (f32, f16, bf16 or a block type) as f32 (embedding lookups).
 void dequantize_row(DType t, const uint8_t* w, float* y, int k) noexcept;
 // Quantizes k floats (k a whole number of blocks) into t ∈ {Q8_0, Q4_0, Q5_0, Q4_K} exactly as ggml's
@@ -134,6 +143,15 @@ void matvec(const float* x, const float* w, const float* bias, float* y, int k, 
 // The integer arithmetic of matmul_q (x quantized per block as llama.cpp does, exact block sums,
 // accumulated in double).
 void matmul_q(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept;
+// Prefill (n > 1) split over row blocks of W: matmul_q's first step, quantizing the n rows of x, done
+// once (quantize_rows into quantized_rows_bytes(t, n, k) bytes, 16-byte aligned; rows i.. start
+// i · quantized_rows_bytes(t, 1, k) bytes in) and shared by every block, instead of once per block.
+// quantized_rows_bytes is 0 when there is nothing to share (then matmul_q_rows is matmul_q on x).
+// matmul_q_rows(t, x, xq, W rows, …) gives matmul_q's bits for those rows.
+size_t quantized_rows_bytes(DType t, int n, int k) noexcept;
+void quantize_rows(DType t, const float* x, int n, int k, void* buf) noexcept;
+void matmul_q_rows(DType t, const float* x, const void* xq, const uint8_t* w, const float* bias, float* y, int n, int k,
+                   int m) noexcept;
 // f32 math (double accumulation) on the dequantized weights: what the stored weights mean.
 void matmul_dequantized(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k,
                         int m) noexcept;

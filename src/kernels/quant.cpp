@@ -353,30 +353,29 @@ RowsDot pick(int R) {
 // accumulation (scale_add with d_w·d_x) are dot_rows' operations in the same order: same bits.
 // q4_1/q5_1 (a min term per token as well) keep dot_rows: their 4 more live floats spill in V8.
 template <class T>
-void tile_32(const uint8_t* w, const ActRow& a, size_t a_stride, int nb, float* out, size_t out_stride) {
+void tile_32(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out_stride) {
   constexpr int NT = kTileTokens;
   const F16 f16;
   __m128 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm_setzero_ps();
-  const auto* q0 = reinterpret_cast<const uint8_t*>(a.q);
-  const auto* d0 = reinterpret_cast<const uint8_t*>(a.d);
-  const auto* c0 = reinterpret_cast<const uint8_t*>(a.corr);
   const uint8_t* p = w;
+  const uint8_t* const end = w + size_t(nb) * T::kBytes;
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
 #endif
-  for (int b = 0; b < nb; ++b, p += T::kBytes) {
+  for (; p != end; p += T::kBytes, xp += kTileBlock32) {
     __m128i wv[4];
     T::decode(p, wv);
     const float dw = f16(p + T::kD);
     for (int t = 0; t < NT; ++t) {
-      const auto* xv = reinterpret_cast<const __m128i*>(reinterpret_cast<const int16_t*>(q0 + t * a_stride) + 32 * b);
+      const auto* xv = reinterpret_cast<const __m128i*>(xp + 64 * t);
       const __m128i s0 = _mm_madd_epi16(wv[0], _mm_load_si128(xv)), s1 = _mm_madd_epi16(wv[1], _mm_load_si128(xv + 1));
       const __m128i s2 = _mm_madd_epi16(wv[2], _mm_load_si128(xv + 2)), s3 = _mm_madd_epi16(wv[3], _mm_load_si128(xv + 3));
       __m128i s = _mm_add_epi32(_mm_add_epi32(s0, s1), _mm_add_epi32(s2, s3));
       if constexpr (HasCorr<T>::value)
-        s = _mm_add_epi32(s, _mm_load_si128(reinterpret_cast<const __m128i*>(c0 + t * a_stride) + b));
-      const float dx = reinterpret_cast<const float*>(d0 + t * a_stride)[b];
+        s = _mm_add_epi32(s, _mm_load_si128(reinterpret_cast<const __m128i*>(xp + kTileCorr32 + 16 * t)));
+      float dx;
+      std::memcpy(&dx, xp + kTileD32 + 4 * t, 4);
       acc[t] = scale_add(acc[t], s, dw * dx);
     }
   }
@@ -478,18 +477,58 @@ ATTNLENS_ONE_COPY void walk_rows(const Dots& d, const uint8_t* wb, size_t row_by
   if (rows & 1) d.dot1(wb + size_t(rows - 1) * row_bytes, 0, a, d.nb, yi + rows - 1);
 }
 
-// The driver. All n rows of x are quantized once into scratch, then W is walked by walk_rows per
-// row of x. Prefill: blocks of W rows small enough to stay in L2 (256 KiB) while every row of x
-// passes over them.
-bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) {
+// All n rows of x quantized into buf (n · act_stride bytes, 16-byte aligned).
+ATTNLENS_ONE_COPY void quantize_rows_simd(DType t, const float* x, int n, int k, int nb, uint8_t* buf) {
+  const size_t stride = act_stride(k, nb);
+  for (int i = 0; i < n; ++i) quantize_act_row(t, x + size_t(i) * k, k, nb, buf + size_t(i) * stride);
+}
+
+// kTileTokens rows of x from row i (row layout, rows `stride` bytes apart in buf) into the tile
+// layout of quant_simd.h (nb blocks of 32, or of 256 when sb).
+ATTNLENS_ONE_COPY void pack_tile(bool sb, bool corr, const uint8_t* buf, size_t stride, int i, int k, int nb, uint8_t* out) {
+  constexpr int NT = qsimd::kTileTokens;
+  const int blk = sb ? 256 : 32;
+  const size_t block_bytes = sb ? qsimd::kTileBlock256 : qsimd::kTileBlock32;
+  const int d_at = sb ? qsimd::kTileD256 : qsimd::kTileD32;
+  // 16-byte pieces: n of them from `from` to `to` (one loop, not unrolled: size)
+  const auto copy16 = [](uint8_t* to, const uint8_t* from, int n) {
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
+    for (int v = 0; v < n; ++v) _mm_storeu_si128(reinterpret_cast<__m128i*>(to) + v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(from) + v));
+  };
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
+  for (int b = 0; b < nb; ++b, out += block_bytes)
+    for (int t = 0; t < NT; ++t) {
+      const uint8_t* row = buf + size_t(i + t) * stride;
+      const uint8_t* c = row + size_t(k) * 2;  // corr [k/32][4] int32, then d [nb], s [nb], bsums [k/16]
+      const uint8_t* d = c + size_t(k / 32) * 16;
+      for (int j = 0; j < blk / 32; ++j) copy16(out + 64 * (NT * j + t), row + size_t(2) * blk * b + 64 * j, 4);
+      if (sb) copy16(out + qsimd::kTileBsums256 + 32 * t, d + size_t(nb) * 8 + 32 * size_t(b), 2);
+      else if (corr) copy16(out + qsimd::kTileCorr32 + 16 * t, c + 16 * size_t(b), 1);
+      std::memcpy(out + d_at + 4 * t, d + 4 * size_t(b), 4);
+    }
+}
+
+// The driver. All n rows of x are quantized once into scratch (or were, by quantize_rows: then
+// `prequantized` holds them), then W is walked by walk_rows per row of x. Prefill: blocks of W rows
+// small enough to stay in L2 (256 KiB) while every row of x passes over them.
+bool matmul_q_simd(DType t, const float* x, const uint8_t* prequantized, const uint8_t* w, const float* bias, float* y,
+                   int n, int k, int m) {
   const Dots dots = dots_of(t, k);
   if (!dots.ok()) return false;
   const int nb = dots.nb;
   const size_t stride16 = act_stride(k, nb);
-  auto* buf = static_cast<uint8_t*>(scratch::get(scratch::kActivations, size_t(n) * stride16));
-  if (!buf) return false;
+  auto* buf = const_cast<uint8_t*>(prequantized);
+  if (!buf) {
+    buf = static_cast<uint8_t*>(scratch::get(scratch::kActivations, size_t(n) * stride16));
+    if (!buf) return false;
+    quantize_rows_simd(t, x, n, k, nb, buf);
+  }
   auto row_of = [&](int i) { return act_row(buf + size_t(i) * stride16, k, nb); };
-  for (int i = 0; i < n; ++i) quantize_act_row(t, x + size_t(i) * k, k, nb, buf + size_t(i) * stride16);
+  const qsimd::Layout lay = qsimd::layout_of(t);
   const size_t row_bytes = qb::row_bytes(t, k);
   const int block = n == 1 ? m : std::max(2, int((256 << 10) / row_bytes));
   // Prefill: tiles of one W row × kTileTokens rows of x (each block of W decoded once per tile); the
@@ -497,13 +536,21 @@ bool matmul_q_simd(DType t, const float* x, const uint8_t* w, const float* bias,
   const bool sb = qs::act_of(t) == qs::Act::Q8_K;
   const qsimd::TileDot tile = n == 1 ? nullptr : sb ? qsimd::tile_dot_superblock(t) : qsimd::tile_dot_32(t);
   const int tiled = tile ? n / qsimd::kTileTokens * qsimd::kTileTokens : 0;
+  const size_t tile_bytes = size_t(nb) * (sb ? qsimd::kTileBlock256 : qsimd::kTileBlock32);
+  uint8_t* packed = nullptr;
+  if (tiled) {
+    packed = static_cast<uint8_t*>(scratch::get(scratch::kPackedX, size_t(tiled / qsimd::kTileTokens) * tile_bytes));
+    if (!packed) return false;
+    for (int i = 0; i < tiled; i += qsimd::kTileTokens)
+      pack_tile(sb, lay == qsimd::Layout::Nib4, buf, stride16, i, k, nb, packed + size_t(i / qsimd::kTileTokens) * tile_bytes);
+  }
   for (int j0 = 0; j0 < m; j0 += block) {
     const int rows = std::min(block, m - j0);
     const uint8_t* wb = w + size_t(j0) * row_bytes;
     for (int i = 0; i < tiled; i += qsimd::kTileTokens) {
-      const qsimd::ActRow a = row_of(i);
+      const uint8_t* xp = packed + size_t(i / qsimd::kTileTokens) * tile_bytes;
       float* yi = y + size_t(i) * m + j0;
-      for (int j = 0; j < rows; ++j) tile(wb + size_t(j) * row_bytes, a, stride16, nb, yi + j, size_t(m));
+      for (int j = 0; j < rows; ++j) tile(wb + size_t(j) * row_bytes, xp, nb, yi + j, size_t(m));
     }
     for (int i = tiled; i < n; ++i) walk_rows(dots, wb, row_bytes, row_of(i), rows, y + size_t(i) * m + j0);
     if (bias)
@@ -548,7 +595,7 @@ namespace {
 
 void matmul_q(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept {
 #if ATTNLENS_QUANT_SIMD
-  if (matmul_q_simd(t, x, w, bias, y, n, k, m)) return;
+  if (matmul_q_simd(t, x, nullptr, w, bias, y, n, k, m)) return;
 #else
   if (matmul_q_scalar(t, x, w, bias, y, n, k, m)) return;
 #endif
@@ -586,6 +633,31 @@ void matvec_q(const QuantizedX& x, const uint8_t* w, const float* bias, float* y
   }
 #endif
   matmul_q(x.t, x.x, w, bias, y, 1, x.k, m);
+}
+
+size_t quantized_rows_bytes(DType t, int n, int k) noexcept {
+#if ATTNLENS_QUANT_SIMD
+  const Dots dots = dots_of(t, k);
+  if (dtype_is_block(t) && dots.ok()) return size_t(n) * act_stride(k, dots.nb);
+#endif
+  (void)t, (void)n, (void)k;
+  return 0;
+}
+
+void quantize_rows(DType t, const float* x, int n, int k, void* buf) noexcept {
+#if ATTNLENS_QUANT_SIMD
+  if (quantized_rows_bytes(t, n, k)) quantize_rows_simd(t, x, n, k, dots_of(t, k).nb, static_cast<uint8_t*>(buf));
+#endif
+  (void)t, (void)x, (void)n, (void)k, (void)buf;
+}
+
+void matmul_q_rows(DType t, const float* x, const void* xq, const uint8_t* w, const float* bias, float* y, int n, int k,
+                   int m) noexcept {
+#if ATTNLENS_QUANT_SIMD
+  if (xq && matmul_q_simd(t, x, static_cast<const uint8_t*>(xq), w, bias, y, n, k, m)) return;
+#endif
+  (void)xq;
+  matmul_q(t, x, w, bias, y, n, k, m);
 }
 
 void dequantize_row(DType t, const uint8_t* w, float* y, int k) noexcept { ref::dequantize_row(t, w, y, k); }

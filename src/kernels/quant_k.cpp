@@ -338,36 +338,36 @@ struct Q6Tile {
 };
 
 template <class T>
-void tile_sb(const uint8_t* w, const ActRow& a, size_t a_stride, int nb, float* out, size_t out_stride) {
+void tile_sb(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out_stride) {
   constexpr int NT = kTileTokens;
   const F16 f16;
   __m128 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm_setzero_ps();
-  const auto* q0 = reinterpret_cast<const uint8_t*>(a.q);
-  const auto* d0 = reinterpret_cast<const uint8_t*>(a.d);
-  const auto* b0 = reinterpret_cast<const uint8_t*>(a.bsums);
-  for (int b = 0; b < nb; ++b) {
+  for (int b = 0; b < nb; ++b, xp += kTileBlock256) {
     const uint8_t* blk = w + size_t(b) * T::kBytes;
     SbState st;
     T::prepare(blk, st, f16);
     __m128i isum[NT];
     for (int t = 0; t < NT; ++t) isum[t] = _mm_setzero_si128();
+    const uint8_t* xj = xp;
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
 #endif
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < 8; ++j, xj += 64 * NT) {
       __m128i wv[4];
       T::chunk(blk, st, j, wv);
       for (int t = 0; t < NT; ++t) {
-        const auto* xv = reinterpret_cast<const __m128i*>(reinterpret_cast<const int16_t*>(q0 + t * a_stride) + 256 * b + 32 * j);
+        const auto* xv = reinterpret_cast<const __m128i*>(xj + 64 * t);
         const __m128i s01 = _mm_add_epi32(_mm_madd_epi16(wv[0], _mm_load_si128(xv)), _mm_madd_epi16(wv[1], _mm_load_si128(xv + 1)));
         const __m128i s23 = _mm_add_epi32(_mm_madd_epi16(wv[2], _mm_load_si128(xv + 2)), _mm_madd_epi16(wv[3], _mm_load_si128(xv + 3)));
         isum[t] = _mm_add_epi32(isum[t], _mm_add_epi32(s01, s23));
       }
     }
     for (int t = 0; t < NT; ++t) {
-      const int16_t* bs = reinterpret_cast<const int16_t*>(b0 + t * a_stride) + 16 * b;
-      acc[t] = T::finish(st, isum[t], bs, reinterpret_cast<const float*>(d0 + t * a_stride)[b], acc[t]);
+      const int16_t* bs = reinterpret_cast<const int16_t*>(xp + kTileBsums256 + 32 * t);
+      float dx;
+      std::memcpy(&dx, xp + kTileD256 + 4 * t, 4);
+      acc[t] = T::finish(st, isum[t], bs, dx, acc[t]);
     }
   }
   for (int t = 0; t < NT; ++t) out[t * out_stride] = lanes_sum(acc[t]);

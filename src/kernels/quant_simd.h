@@ -156,12 +156,20 @@ using RowsDot = void (*)(const uint8_t* w, size_t stride, const ActRow& a, int n
 RowsDot rows_dot_32(DType t, int R);          // quant.cpp: q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl
 RowsDot rows_dot_superblock(DType t, int R);  // quant_k.cpp: q2_K … q6_K, iq4_xs
 
-// Prefill tile: one row of W against kTileTokens activation rows (a, then every `a_stride` bytes
-// further: q, d, s and bsums all move by it), out[t·out_stride] = W·x_t. Each block of W is decoded
-// once and used for every token of the tile; per token the integer lanes and the float operations are
-// those of RowsDot, in the same order, so the results are bitwise those of RowsDot (test_kernels_quant).
+// Prefill tile: one row of W against kTileTokens activation rows, out[t·out_stride] = W·x_t. Each
+// block of W is decoded once and used for every token of the tile; per token the integer lanes and
+// the float operations are those of RowsDot, in the same order, so the results are bitwise those of
+// RowsDot (test_kernels_quant). The tile's activations are packed (pack_tile in quant.cpp) block by
+// block, the kTileTokens tokens side by side, so that every load in the inner loop is at a constant
+// offset from one pointer that moves once per block (wasm's load offset immediate: no address
+// arithmetic per token; with rows apart, each token's address cost adds and its pointer a register).
+// Per activation block (32 or 256 elements):
+//   32:  q [32 el / 64 B per token], corr [16 B per token] (Layout::Nib4), d [float per token]
+//   256: q chunk j of 32 elements (j = 0..7): [token] 64 B each, bsums [16 int16 per token], d.
 constexpr int kTileTokens = 8;  // 4-9% faster than 4 in wasm (bench_kernels --cpu-time, 64x768x2048)
-using TileDot = void (*)(const uint8_t* w, const ActRow& a, size_t a_stride, int nb, float* out, size_t out_stride);
+constexpr int kTileCorr32 = kTileTokens * 64, kTileD32 = kTileTokens * 80, kTileBlock32 = kTileTokens * 84;
+constexpr int kTileBsums256 = kTileTokens * 512, kTileD256 = kTileTokens * 544, kTileBlock256 = kTileTokens * 548;
+using TileDot = void (*)(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out_stride);
 TileDot tile_dot_32(DType t);          // nullptr: no tile kernel for t (the driver uses RowsDot)
 TileDot tile_dot_superblock(DType t);
 

@@ -51,6 +51,11 @@ namespace {
 // One task computes the same rows the same way as linear() alone would: the bits do not change.
 // For block-quantized weights x is quantized once before the region (per weight type among the
 // parts), not again in every task (kernels::quantize_x: the same values matmul_q would make).
+// Quantized activations live in vectors of 16-byte units: the kernels' loads are aligned.
+struct alignas(16) Unit {
+  unsigned char b[16];
+};
+
 struct DecodePart {
   const Linear* layer;
   float* y;
@@ -60,11 +65,8 @@ struct DecodePart {
 };
 
 void decode_parts(DecodePart* parts, int count, int tasks, const float* x) {
-  // The calling thread's space for the quantized rows; the tasks only read it. 16-byte units for
-  // the kernels' aligned loads; it keeps its largest size (a few KiB per row of x).
-  struct alignas(16) Unit {
-    unsigned char b[16];
-  };
+  // The calling thread's space for the quantized rows; the tasks only read it. It keeps its largest
+  // size (a few KiB per row of x).
   thread_local std::vector<Unit> space;
   size_t offset[4] = {}, total = 0;
   for (int p = 0; p < count; ++p) {
@@ -115,12 +117,23 @@ void linear(const Linear& l, const float* x, int n, float* y) {
   // per call, not kept per thread: a high-water buffer would keep a large model's size for good
   std::vector<float> scratch(size_t(parallel::slots()) * chunk * split.rows);
   const int in = l.w.cols;
+  // Block-quantized W: the n rows of x quantized once here, not again by every task (kernels.h
+  // quantize_rows; the same values matmul_q makes, so the same bits).
+  const size_t xq_row = dtype_is_block(l.w.dtype) ? kernels::quantized_rows_bytes(l.w.dtype, 1, in) : 0;
+  std::vector<Unit> xq((xq_row * size_t(n) + 15) / 16);
+  if (xq_row) kernels::quantize_rows(l.w.dtype, x, n, in, xq.data());
   parallel::for_each_slot(split.tasks, [&](int t, int slot) noexcept {
     const int first = t * split.rows, count = std::min(split.rows, out - first);
     float* block = scratch.data() + size_t(slot) * chunk * split.rows;
     for (int i0 = 0; i0 < n; i0 += chunk) {
       const int rows = std::min(chunk, n - i0);
-      linear_rows(l, first, count, x + size_t(i0) * in, rows, block);
+      if (xq_row) {
+        const Matrix w = row_block(l.w, first, count);
+        kernels::matmul_q_rows(w.dtype, x + size_t(i0) * in, reinterpret_cast<const unsigned char*>(xq.data()) + xq_row * i0,
+                               static_cast<const uint8_t*>(w.data), l.b ? l.b + first : nullptr, block, rows, in, count);
+      } else {
+        linear_rows(l, first, count, x + size_t(i0) * in, rows, block);
+      }
       for (int i = 0; i < rows; ++i)
         std::memcpy(y + size_t(i0 + i) * out + first, block + size_t(i) * count, sizeof(float) * count);
     }
