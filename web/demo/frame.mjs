@@ -19,6 +19,7 @@ const settled = new Set();   // render once no streamed redraw is left
 let scheduled = false;
 let timer = 0;
 let open = false;            // a cycle is running (until its last frame has been measured)
+let ending = false;          // its last view is drawn: the frame's cost is being measured
 let cycleStart = 0;
 let cycleCost = 0;           // ms: the cycle's frames, from their start to the task after them
 let nextCycleAt = 0;
@@ -45,7 +46,7 @@ function frame() {
     pending.delete(v);
   }
   for (const v of views) render(v);
-  if (open) {
+  if (open && !ending) {
     // one streamed view with something to draw (views off screen return at once and do not count)
     while (cycle.size) {
       const v = cycle.values().next().value;
@@ -53,8 +54,10 @@ function frame() {
       render(v);
       if (v.visible !== false) break;
     }
-    // this frame's cost: its rendering included, up to the first task after it
+    // this frame's cost: its rendering included, up to the first task after it; the cycle ends
+    // once, after its last frame (frames drawn meanwhile for interaction leave it alone)
     const last = !cycle.size;
+    if (last) ending = true;
     setTimeout(() => {
       cycleCost += performance.now() - t0;
       if (last) endCycle();
@@ -73,6 +76,7 @@ function drawSettled() {
 
 function endCycle() {
   open = false;
+  ending = false;
   const interval = Math.min(MAX_INTERVAL_MS, Math.max(MIN_INTERVAL_MS, COST_SHARE * cycleCost));
   nextCycleAt = settled.size ? 0 : cycleStart + interval;  // the run is over: no waiting
   cycleCost = 0;
