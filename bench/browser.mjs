@@ -18,7 +18,7 @@
 // own decode rates are printed too (result.timings), and the page's rate against its engine's. Models:
 // kjv-gpt2 (built in) and, when the llama.cpp peers are set up, their 42M q8_0 GGUF loaded by URL.
 // A benchmark, not a test: nothing fails.
-//   node bench/browser.mjs [--json FILE] [--only start|stream] [--repeat N]
+//   node bench/browser.mjs [--json FILE] [--only start|stream] [--repeat N] [--warm-s S]
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -42,6 +42,8 @@ const onlyAt = process.argv.indexOf('--only');
 const only = onlyAt > 0 ? process.argv[onlyAt + 1] : null;
 const repeatAt = process.argv.indexOf('--repeat');
 const repeat = repeatAt > 0 ? Number(process.argv[repeatAt + 1]) : 2;
+const warmAt = process.argv.indexOf('--warm-s');
+const WARM_S = warmAt > 0 ? Number(process.argv[warmAt + 1]) : 10;  // untimed streaming before the streaming rows
 
 // Runs in the page: load, stream 32 tokens, time each phase.
 async function measure({ url, prompt, worker }) {
@@ -162,13 +164,16 @@ async function streamRows() {
         await browser.page.goto(`${server.url}/web/demo/?${c.query}`);
         await browser.page.waitForFunction(() => window.attnlens?.state.model && !document.querySelector('#generate').disabled, null, { timeout: 600_000 });
         // Warm-ups: V8 runs wasm in its baseline tier (Liftoff) first and tiers hot functions up in
-        // the background; in Chromium's workers that takes several generations (42M q8_0: 39, 58,
-        // 39, then 133 tok/s; 88–135 from the first run with --js-flags=--no-liftoff; kjv-gpt2
-        // through the page's model.stream() without the views: 92, 243, 326, 353 tok/s), in Node
-        // about one. Three page generations, one in Node: the table compares the engines warm.
+        // the background, and the JS around it climbs its tiers too; in a worker that takes many
+        // generations (kjv-gpt2 through model.stream() in a Node worker_threads Worker, 100 tokens
+        // each: 502, 746, 682, 711, 779, 820, 1007, 984, 1173, 946, 1074, 1447 tok/s; in Chromium's
+        // workers the same climb), in the calling thread fewer. As bench_models does, each side
+        // generates untimed for WARM_S seconds (at least 3 runs in the page, 1 in Node) and the
+        // table compares the engines warm; the first run of each is printed too.
         const firstPage = await pageStream(browser.page, settings);
-        for (let i = 0; i < 2; i++) await pageStream(browser.page, settings);
+        for (let t0 = performance.now(), i = 1; i < 3 || performance.now() - t0 < WARM_S * 1000; i++) await pageStream(browser.page, settings);
         const firstNode = await nodeStream(c.node, settings);
+        for (let t0 = performance.now(); performance.now() - t0 < WARM_S * 1000; ) await nodeStream(c.node, settings);
         c.cold = { page: firstPage.tokPerS, node: firstNode.tokPerS };
         for (let i = 0; i < repeat; i++) {  // alternate, so that load from elsewhere hits both alike
           node.push(await nodeStream(c.node, settings));
@@ -188,7 +193,7 @@ async function streamRows() {
 
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 function printStream(rows) {
-  console.log(`\nStreaming in the demo page (headless Chromium, engine in its Web Worker, attention + top-5 predictions) beside model.stream() in Node (same options, this thread); after warm-up generations (three in the page, one in Node), ${repeat} page runs alternated with ${repeat + 1} Node runs`);
+  console.log(`\nStreaming in the demo page (headless Chromium, engine in its Web Worker, attention + top-5 predictions) beside model.stream() in Node (same options, this thread); after ${WARM_S} s of untimed warm-up generations on each side, ${repeat} page runs alternated with ${repeat + 1} Node runs`);
   console.log('| model | tokens | threads (Node, page) | first run: Node, page | Node tok/s (runs) | page tok/s (runs) | engine tok/s: Node, page | page / its engine | page / Node |');
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const r of rows) {
