@@ -10,6 +10,19 @@ import { EngineLostError } from './errors.mjs';
 import { checkSource, resolveSource, FetchError } from './sources.mjs';
 import { Tokenizer } from './tokenizer.mjs';
 import { engineFacts, getModule } from './wasm.mjs';
+import { loadModelInWorker } from './worker-client.mjs';
+// The modules the ones above import, named here too: a page that imports this file without a
+// bundler then learns the whole graph in one round trip instead of one per level of imports
+// (a cold page load of the graph took 300 ms over four levels: bench/browser.mjs --only start).
+// (chat.mjs's Jinja is imported statically, not on demand: a dynamic import would make bundlers
+// split the worker's code, which Vite's default classic-script workers cannot take.)
+import '../../node_modules/@huggingface/jinja/dist/index.js';
+import './analysis.mjs';
+import './attentions.mjs';
+import './chat.mjs';
+import './env.mjs';
+import './pieces.mjs';
+import './validate.mjs';
 
 export { Attentions } from './attentions.mjs';
 export { EngineLostError, FetchError, Model, Tokenizer };
@@ -44,10 +57,7 @@ export async function loadModel(source, options = {}) {
   checkLoadOptions(options);
   if (source === undefined || source === null) throw new TypeError('loadModel: source is required');
   checkSource(source);
-  if (options.worker) {
-    const { loadModelInWorker } = await import('./worker-client.mjs');
-    return loadModelInWorker(source, options);
-  }
+  if (options.worker) return loadModelInWorker(source, options);
   return loadModelHere(source, options);
 }
 

@@ -118,7 +118,7 @@ function bodySize(response) {
  * read() returns the body (and, with a cache, stores it once it has been read completely, so the
  * download is not read twice). Later loads are served from Cache Storage, also offline.
  */
-async function openUrls(urls, { signal, cache }) {
+async function openUrls(urls, { signal, cache }, kept = null) {
   const store = await openCache(cache);
   const responses = [];
   const cancelAll = () => responses.forEach((r) => r?.cancel());
@@ -127,6 +127,10 @@ async function openUrls(urls, { signal, cache }) {
   const open = async (url, i) => {
     let response = store ? await store.match(url) : undefined;
     const fromCache = !!response;
+    if (!response && kept?.has(url)) {
+      response = kept.get(url);  // asked for while the folder was probed (folderUrls), still unread
+      kept.delete(url);
+    }
     if (!response) {
       try {
         response = await fetch(url, { signal });
@@ -180,6 +184,24 @@ async function downloadAll(urls, options) {
   return files;
 }
 
+// Whether a file is there, by GET rather than HEAD when `kept` is given: a file the folder has is
+// downloaded anyway, so its request doubles as the probe (one round trip less before the download
+// starts) and the response waits, unread, in `kept` (url → Response) for openUrls.
+async function probe(url, signal, store, kept) {
+  if (store && (await store.match(url))) return true;
+  try {
+    const r = await fetch(url, { signal });
+    if (!r.ok) {
+      r.body?.cancel?.().catch(() => {});
+      return false;
+    }
+    kept.set(url, r);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function exists(url, signal, store) {
   if (store && (await store.match(url))) return true;
   try {
@@ -195,16 +217,24 @@ async function exists(url, signal, store) {
  * tokenizer's configuration (tokenizer_config.json, and chat_template.jinja when the configuration
  * has no chat_template: newer transformers save the template there).
  */
-async function folderUrls(folder, { signal, cache }) {
+async function folderUrls(folder, { signal, cache }, kept) {
   const store = await openCache(cache);
   const at = (f) => new URL(f, folder).href;
-  // Which files the folder has, asked all at once; the shard index only when there is no single
+  // Which files the folder has, asked all at once (each by the GET that downloads it, see probe;
+  // config.json, always needed, in the same round); the shard index only when there is no single
   // weights file (each missing file costs a 404, which browsers print in the console).
-  const names = ['model.safetensors', 'tokenizer.json', 'generation_config.json', 'tokenizer_config.json', 'modules.json',
-    'sentence_bert_config.json'];
+  const names = ['config.json', 'model.safetensors', 'tokenizer.json', 'generation_config.json', 'tokenizer_config.json',
+    'modules.json', 'sentence_bert_config.json'];
   const has = Object.fromEntries(
-    await Promise.all(names.map(async (n) => [n, await exists(at(n), signal, store)])),
+    await Promise.all(names.map(async (n) => [n, await probe(at(n), signal, store, kept)])),
   );
+  // A small JSON file of the folder, read here to decide what else to fetch; the copy in `kept`
+  // stays unread for openUrls.
+  const readSmall = async (name) => {
+    const r = kept.get(at(name));
+    if (r) return new Uint8Array(await r.clone().arrayBuffer());
+    return (await downloadAll([at(name)], { signal, cache }))[0].bytes;
+  };
   if (!has['model.safetensors']) {
     has['model.safetensors.index.json'] = await exists(at('model.safetensors.index.json'), signal, store);
   }
@@ -234,10 +264,10 @@ async function folderUrls(folder, { signal, cache }) {
   if (has['generation_config.json']) urls.push(at('generation_config.json'));
   if (has['tokenizer_config.json']) {
     urls.push(at('tokenizer_config.json'));
-    const configFile = (await downloadAll([at('tokenizer_config.json')], { signal, cache }))[0];
+    const configBytes = await readSmall('tokenizer_config.json');
     let config = null;
     try {
-      config = JSON.parse(new TextDecoder().decode(configFile.bytes));
+      config = JSON.parse(new TextDecoder().decode(configBytes));
     } catch {
       // the engine reports what is wrong with it
     }
@@ -246,9 +276,9 @@ async function folderUrls(folder, { signal, cache }) {
   }
   if (has['sentence_bert_config.json']) urls.push(at('sentence_bert_config.json'));
   if (has['modules.json']) {
-    const modules = (await downloadAll([at('modules.json')], { signal, cache }))[0];
+    const modules = await readSmall('modules.json');
     urls.push(at('modules.json'));
-    const text = new TextDecoder().decode(modules.bytes);
+    const text = new TextDecoder().decode(modules);
     for (const rel of await moduleConfigs(async () => text)) urls.push(at(rel));
   }
   return urls;
@@ -432,51 +462,64 @@ export async function openSource(source, options = {}) {
   checkSource(source);
   const list = Array.isArray(source) ? source : [source];
   const groups = [];  // per item: entries, or a URL list opened together below
-  for (let i = 0; i < list.length; i++) {
-    const item = list[i];
-    throwIfAborted(signal);
-    if (typeof item === 'string' || item instanceof URL) {
-      const s = String(item);
-      if (isNode && !/^(https?|data|blob):/i.test(s)) {
-        const path = s.startsWith('file:') ? (await nodeImport('node:url')).fileURLToPath(s) : s;
-        groups.push(await nodePathEntries(path));
-      } else if (!isUrlLike(s) && !isNode && typeof location === 'undefined') {
-        throw new TypeError(`loadModel: "${s}" is not a URL`);
-      } else {
-        const url = resolveUrl(s);
-        groups.push({ urls: url.endsWith('/') ? await folderUrls(url, options) : [url] });
-      }
-    } else if (isBlob(item)) {
-      groups.push([blobEntry(item, i)]);
-    } else if (isBlob(item.data)) {
-      groups.push([blobEntry(item.data, i, item.name)]);
-    } else if (Array.isArray(item.data)) {
-      groups.push([piecesEntry(item.data, item.name)]);
-    } else {
-      const file = fromBuffer(item, `file${i}`) ?? fromBuffer(item.data, item.name);
-      groups.push([{
-        name: file.name,
-        size: file.bytes.length,
-        read: async (onChunk) => (onChunk(file.bytes.length), file.bytes),
-        readInto: async (write, onChunk) => (write(file.bytes, 0), onChunk(file.bytes.length)),
-      }]);
-    }
-  }
-  const opened = [];
+  const keptAll = [];  // responses of folder probes (url → Response), handed to openUrls
+  // Bodies of probe responses nobody takes are cancelled (a failed open, a file not used).
+  const dropKept = () => keptAll.forEach((k) => { for (const r of k.values()) r.body?.cancel?.().catch(() => {}); k.clear(); });
   try {
-    for (let g = 0; g < groups.length; g++) {
-      if (groups[g].urls) {
-        const o = await openUrls(groups[g].urls, options);
-        opened.push(o);
-        groups[g] = o.entries;
+    for (let i = 0; i < list.length; i++) {
+      const item = list[i];
+      throwIfAborted(signal);
+      if (typeof item === 'string' || item instanceof URL) {
+        const s = String(item);
+        if (isNode && !/^(https?|data|blob):/i.test(s)) {
+          const path = s.startsWith('file:') ? (await nodeImport('node:url')).fileURLToPath(s) : s;
+          groups.push(await nodePathEntries(path));
+        } else if (!isUrlLike(s) && !isNode && typeof location === 'undefined') {
+          throw new TypeError(`loadModel: "${s}" is not a URL`);
+        } else {
+          const url = resolveUrl(s);
+          if (!url.endsWith('/')) {
+            groups.push({ urls: [url] });
+          } else {
+            const kept = new Map();
+            keptAll.push(kept);
+            groups.push({ urls: await folderUrls(url, options, kept), kept });
+          }
+        }
+      } else if (isBlob(item)) {
+        groups.push([blobEntry(item, i)]);
+      } else if (isBlob(item.data)) {
+        groups.push([blobEntry(item.data, i, item.name)]);
+      } else if (Array.isArray(item.data)) {
+        groups.push([piecesEntry(item.data, item.name)]);
+      } else {
+        const file = fromBuffer(item, `file${i}`) ?? fromBuffer(item.data, item.name);
+        groups.push([{
+          name: file.name,
+          size: file.bytes.length,
+          read: async (onChunk) => (onChunk(file.bytes.length), file.bytes),
+          readInto: async (write, onChunk) => (write(file.bytes, 0), onChunk(file.bytes.length)),
+        }]);
       }
     }
-  } catch (e) {
-    opened.forEach((o) => o.cancelAll());
-    throw e;
+    const opened = [];
+    try {
+      for (let g = 0; g < groups.length; g++) {
+        if (groups[g].urls) {
+          const o = await openUrls(groups[g].urls, options, groups[g].kept);
+          opened.push(o);
+          groups[g] = o.entries;
+        }
+      }
+    } catch (e) {
+      opened.forEach((o) => o.cancelAll());
+      throw e;
+    }
+    const entries = groups.flat();
+    return { entries, cancel: () => entries.forEach((e) => e.cancel?.()) };
+  } finally {
+    dropKept();
   }
-  const entries = groups.flat();
-  return { entries, cancel: () => entries.forEach((e) => e.cancel?.()) };
 }
 
 /**
