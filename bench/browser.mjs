@@ -22,7 +22,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findPeers, peersDir } from './peers.mjs';
 
@@ -30,6 +30,25 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
 const cacheDir = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.cache', 'attnlens-bench');
 const { browserUnavailable, launchBrowser, startServer } = await import('../tests/e2e/helpers.mjs');
+const { staticHandler } = await import('../tools/serve.mjs');
+
+// The repository as tools/serve.mjs serves it, and files from outside it (the bench cache, the
+// peers' models) under /bench-cache/NAME, from the same origin (the page is cross-origin isolated).
+// page.route() handed a 97 MB file to Chromium through the DevTools protocol, which closed the page.
+async function startBenchServer(files = {}) {
+  const server = await startServer({ port: 0 });
+  const repo = server.server.listeners('request')[0];
+  const outside = new Map(Object.entries(files).map(([name, path]) => [name, staticHandler({ root: dirname(path), index: '/' })]));
+  server.server.removeAllListeners('request');
+  server.server.on('request', (req, res) => {
+    const m = /^\/bench-cache\/([^/?]+)/.exec(req.url);
+    const name = m && decodeURIComponent(m[1]);
+    if (!outside.has(name)) return repo(req, res);
+    req.url = '/' + basename(files[name]);
+    return outside.get(name)(req, res);
+  });
+  return server;
+}
 
 if (!['attnlens.wasm', 'attnlens-mt.wasm'].every((f) => existsSync(join(root, 'dist/wasm', f)))) (await import('../tools/build.mjs')).buildModules();
 const why = await browserUnavailable();
@@ -75,6 +94,7 @@ async function measure({ url, prompt, worker }) {
 // Runs in the page: the file's bytes first (not timed), then loadModel(bytes) → first token.
 async function fromBytes({ url, worker }) {
   const bytes = await (await fetch(url)).arrayBuffer();
+  const size = bytes.byteLength;  // (a worker load transfers the buffer: it is empty afterwards)
   const { loadModel } = await import('/web/src/index.mjs');
   const t0 = performance.now();
   const model = await loadModel([{ name: 'model.gguf', data: bytes }], { worker });
@@ -86,7 +106,7 @@ async function fromBytes({ url, worker }) {
   }
   const threads = model.info.threads;
   await model.dispose();
-  return { bytes: bytes.byteLength, loadMs: tLoaded - t0, firstTokenMs: tFirst - t0, threads };
+  return { bytes: size, loadMs: tLoaded - t0, firstTokenMs: tFirst - t0, threads };
 }
 
 // ~100 MB of Q4_K_M: the 150M-parameter shape below, random weights, in the bench cache (once).
@@ -152,15 +172,13 @@ async function streamRows() {
   const q8 = peers && join(peers, 'models', 'rand42M-q8_0.gguf');
   if (q8 && existsSync(q8)) cases.push({ name: '42M q8_0 GGUF (by URL)', node: q8, file: q8, query: 'url=/bench-cache/rand42M-q8_0.gguf', prompt: 'Once upon a time', maxNewTokens: 64 });
   else out.push({ skipped: '42M q8_0 GGUF: the llama.cpp peers are not set up ($ATTNLENS_PEERS, ../shared/peers)' });
-  const server = await startServer({ port: 0 });
+  const server = await startBenchServer(Object.fromEntries(cases.filter((c) => c.file).map((c) => [basename(c.file), c.file])));
   try {
     for (const c of cases) {
       const settings = { prompt: c.prompt, maxNewTokens: c.maxNewTokens, seed: 1 };
       const node = [], page = [];
       const browser = await launchBrowser();
       try {
-        if (c.file)
-          await browser.page.route((u) => u.pathname === '/bench-cache/rand42M-q8_0.gguf', (route) => route.fulfill({ path: c.file, contentType: 'application/octet-stream' }));
         await browser.page.goto(`${server.url}/web/demo/?${c.query}`);
         await browser.page.waitForFunction(() => window.attnlens?.state.model && !document.querySelector('#generate').disabled, null, { timeout: 600_000 });
         // Warm-ups: V8 runs wasm in its baseline tier (Liftoff) first and tiers hot functions up in
@@ -215,7 +233,8 @@ const bigRows = [];
 let stream = [];
 if (only !== 'start') stream = await streamRows();
 if (only !== 'stream') {
-  const server = await startServer({ port: 0 });
+  const big = bigModel();
+  const server = await startBenchServer(big.missing ? {} : { 'model.gguf': big.path });
   try {
     for (const m of manifest.models) {
       const url = `/models/${m.name}/`;
@@ -232,13 +251,11 @@ if (only !== 'stream') {
         }
       }
     }
-    const big = bigModel();
     if (big.missing) bigRows.push({ skipped: big.missing });
     else {
       for (const worker of [true, false]) {
         const browser = await launchBrowser();
         try {
-          await browser.page.route('**/bench-cache/model.gguf', (route) => route.fulfill({ path: big.path, contentType: 'application/octet-stream' }));
           await browser.page.goto(`${server.url}/models/manifest.json`);
           const first = await browser.page.evaluate(fromBytes, { url: '/bench-cache/model.gguf', worker });
           const again = await browser.page.evaluate(fromBytes, { url: '/bench-cache/model.gguf', worker });
