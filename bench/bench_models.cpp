@@ -31,6 +31,7 @@
 // --at P,…: decode speed at position P (long context): the cache is filled by a prefill of P tokens
 //   (untimed), then 32 single-token steps from P are timed, 1 warm-up + 5 reps (the cache cut back to P
 //   each time), median ("decode_at" lines). Needs a model whose context holds P + 32 positions.
+// --kv-cache f32|q8_0: how the session's KV cache stores keys and values (nn/kv_cache.h; default f32).
 // --limits: first measure what the machine gives N threads in this build ("limits" line): memory
 //   read GB/s (kernels::dot over 128 MiB, split over the threads) and the SIMD peak in GFLOP/s
 //   (independent multiply-adds on registers: SIMD128 has no FMA, so a mul and an add per lane).
@@ -101,6 +102,7 @@ struct Options {
   std::string tokenizer;
   std::string label;
   std::string quantize = "none";
+  std::string kv_cache = "f32";
   bool decode = true;
   int steps = 200;
   std::vector<int> prompt{1, 9038, 2501, 263, 931};
@@ -118,7 +120,7 @@ struct Options {
   std::fprintf(stderr,
                "usage: bench_models CHECKPOINT.bin [--q8] [--quantize TYPE] [--steps 200] [--prompt \"1 9038 2501 263 931\"] [--reps 3]\n"
                "         [--warmup-s 10] [--prefill 64,256] [--prefill-reps 5] [--tokenizer tokenizer.bin] [--quick]\n"
-               "         [--no-decode] [--label NAME] [--threads N] [--limits] [--at 200,2048]\n");
+               "         [--no-decode] [--label NAME] [--threads N] [--limits] [--at 200,2048] [--kv-cache f32|q8_0]\n");
   std::exit(2);
 }
 
@@ -157,6 +159,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--threads") o.threads = std::atoi(value().c_str());
     else if (a == "--limits") o.limits = true;
     else if (a == "--at") o.at = parse_ints(value());
+    else if (a == "--kv-cache") o.kv_cache = value();
     else if (!a.empty() && a[0] == '-') usage(("unknown option " + a).c_str());
     else if (o.checkpoint.empty()) o.checkpoint = a;
     else usage("more than one checkpoint");
@@ -347,7 +350,7 @@ int main(int argc, char** argv) {
     files.clear();
     const models::Model& model = loaded->model();
     const models::ModelInfo& info = model.info();
-    const Costs c = costs_of(info);
+    Costs c = costs_of(info);
     std::string label = o.label;
     if (label.empty()) {
       label = o.checkpoint.substr(o.checkpoint.find_last_of('/') + 1);
@@ -372,8 +375,9 @@ int main(int argc, char** argv) {
                    info.context_length);
       return 1;
     }
-    auto session = model.new_session(capacity);
+    auto session = model.new_session(capacity, nn::parse_kv_type(o.kv_cache, "--kv-cache"));
     models::Session& s = *session;
+    c.kv_bytes_per_pos = 2.0 * info.n_layers * double(s.cache.row_bytes());
 
     // --- decode at long positions
     for (int p : o.at) {
@@ -390,9 +394,10 @@ int main(int argc, char** argv) {
         if (r > 0) runs.push_back(kAtSteps / (ms / 1000));
       }
       const double tps = median(runs);
-      std::printf("{\"type\":\"decode_at\",%s,\"position\":%d,\"steps\":%d,\"tok_s\":%s,\"tok_s_median\":%.2f,\"gbs\":%.2f,\"kv_gbs\":%.3f}\n",
+      std::printf("{\"type\":\"decode_at\",%s,\"position\":%d,\"steps\":%d,\"tok_s\":%s,\"tok_s_median\":%.2f,\"gbs\":%.2f,\"kv_gbs\":%.3f,"
+                  "\"kv_cache\":\"%s\",\"kv_bytes\":%.0f}\n",
                   common.c_str(), p, kAtSteps, json_nums(runs, 2).c_str(), tps, c.weight_bytes * tps / 1e9,
-                  c.decode_kv_bytes(p, p + kAtSteps) * tps / 1e9);
+                  c.decode_kv_bytes(p, p + kAtSteps) * tps / 1e9, o.kv_cache.c_str(), c.kv_bytes_per_pos * p);
       std::fprintf(stderr, "  %s %s %s decode at %d: %.2f tok/s\n", label.c_str(), kPlatform, info.weight_dtype.c_str(), p, tps);
       std::fflush(stdout);
     }
