@@ -29,8 +29,17 @@ namespace {
 
 constexpr int kChunk = 256;  // values: weights c_jb computed per run of this many positions
 
+// f16 → f32 as half.h's vector conversion does it (exact for normal and subnormal halves; the cache
+// holds no infinities: its scales come from finite keys and values).
+inline float f16(uint16_t h) noexcept {
+  const int32_t t = (int32_t(uint32_t(h) << 16) >> 3) & int32_t(0x8FFFE000u);
+  float f;
+  std::memcpy(&f, &t, 4);
+  return f * 0x1p112f;
+}
+
 // The query head as two 16-bit integers per element (see the top of the file).
-void quantize_query(const float* x, int hd, int16_t* qh, int16_t* ql, float* e) {
+[[maybe_unused]] void quantize_query(const float* x, int hd, int16_t* qh, int16_t* ql, float* e) {
   for (int b = 0; b < hd / 32; ++b) {
     float amax = 0.f;
     for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * b + i]));
@@ -46,41 +55,71 @@ void quantize_query(const float* x, int hd, int16_t* qh, int16_t* ql, float* e) 
 
 float block_value(int32_t sh, int32_t sl) { return float(sh) + float(sl) * 0x1p-15f; }
 
-float score_scalar(const int16_t* qh, const int16_t* ql, const float* e, const int8_t* k, const uint16_t* d, size_t ds,
+// One key's score in scalar code (the keys past the last group of 4; the scalar twin): kept out of
+// line and not vectorized by the compiler, so that it stays one small copy.
+[[gnu::noinline]] float score_scalar(const int16_t* qh, const int16_t* ql, const float* e, const int8_t* k, const uint16_t* d, size_t ds,
                    int nb, int j, float scale) {
   float acc = 0.f;
   for (int b = 0; b < nb; ++b) {
     int32_t sh = 0, sl = 0;
+#if defined(__clang__)
+#pragma clang loop vectorize(disable) unroll(disable)
+#endif
     for (int i = 32 * b; i < 32 * b + 32; ++i) {
       sh += int32_t(qh[i]) * k[i];
       sl += int32_t(ql[i]) * k[i];
     }
-    acc += block_value(sh, sl) * (e[b] * f16_to_f32(d[b * ds + j]));
+    acc += block_value(sh, sl) * (e[b] * f16(d[b * ds + j]));
   }
   return acc * scale;
 }
 
 }  // namespace
 
-void quantize_kv_q8_0(const float* x, int head_dim, int8_t* q, uint16_t* d, size_t d_stride) noexcept {
-  // ggml's quantize_row_q8_0_ref (as kernels::quantize_row does for Q8_0 weights): d = amax/127,
-  // q = round-half-away(x · (1/d)), d stored as f16.
-  for (int b = 0; b < head_dim / 32; ++b) {
-    const float* xb = x + 32 * b;
-    float amax = 0.f;
-    for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
-    const float db = amax / 127.f;
-    float id = db != 0.f ? 1.f / db : 0.f;
-    if (!std::isfinite(id)) id = 0.f;
-    d[b * d_stride] = f32_to_f16(db);
-    for (int i = 0; i < 32; ++i) q[32 * b + i] = int8_t(std::round(xb[i] * id));
-  }
-}
-
 #if ATTNLENS_QUANT_SIMD
 using namespace qsimd;
 
 namespace {
+// quantize_query, 4 lanes at a time: the same operations (nearest-even rounding both ways).
+inline __m128 nearest(__m128 x) {
+#if defined(__wasm_simd128__)
+  return (__m128)wasm_f32x4_nearest((v128_t)x);
+#else
+  return _mm_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#endif
+}
+// Whole numbers to int32 (emscripten's _mm_cvtps_epi32 goes lane by lane through lrint).
+inline __m128i to_i32(__m128 x) {
+#if defined(__wasm_simd128__)
+  return (__m128i)wasm_i32x4_trunc_sat_f32x4((v128_t)x);
+#else
+  return _mm_cvttps_epi32(x);
+#endif
+}
+void quantize_query_simd(const float* x, int hd, int16_t* qh, int16_t* ql, float* e) {
+  const __m128 sign = _mm_set1_ps(-0.f);
+  for (int b = 0; b < hd / 32; ++b) {
+    const float* xb = x + 32 * b;
+    __m128 m = _mm_setzero_ps();
+    for (int i = 0; i < 32; i += 4) m = _mm_max_ps(m, _mm_andnot_ps(sign, _mm_loadu_ps(xb + i)));
+    alignas(16) float t4[4];
+    _mm_store_ps(t4, m);
+    const float amax = std::max(std::max(t4[0], t4[1]), std::max(t4[2], t4[3]));
+    e[b] = amax / 32767.f;
+    const __m128 iq = _mm_set1_ps(amax != 0.f ? 32767.f / amax : 0.f), s15 = _mm_set1_ps(32768.f);
+    for (int i = 0; i < 32; i += 8) {
+      __m128i h[2], l[2];
+      for (int u = 0; u < 2; ++u) {
+        const __m128 t = _mm_mul_ps(_mm_loadu_ps(xb + i + 4 * u), iq), hv = nearest(t);
+        h[u] = to_i32(hv);
+        l[u] = to_i32(nearest(_mm_mul_ps(_mm_sub_ps(t, hv), s15)));
+      }
+      _mm_store_si128(reinterpret_cast<__m128i*>(qh + 32 * b + i), _mm_packs_epi32(h[0], h[1]));
+      _mm_store_si128(reinterpret_cast<__m128i*>(ql + 32 * b + i), _mm_packs_epi32(l[0], l[1]));
+    }
+  }
+}
+
 // 4 int32 lanes: the sums of s[0..3]'s lanes.
 inline __m128i sum4(const __m128i (&s)[4]) { return _mm_hadd_epi32(_mm_hadd_epi32(s[0], s[1]), _mm_hadd_epi32(s[2], s[3])); }
 // int16 lanes 4..7 → int32.
@@ -97,7 +136,7 @@ void attention_scores_q8(const float* q, const Q8Rows& k, int hd, int count, flo
   const int nb = hd / 32;
   alignas(16) int16_t qh[kMaxQ8HeadDim], ql[kMaxQ8HeadDim];
   float e[kMaxQ8HeadDim / 32];
-  quantize_query(q, hd, qh, ql, e);
+  quantize_query_simd(q, hd, qh, ql, e);
   const __m128i* hv = reinterpret_cast<const __m128i*>(qh);
   const __m128i* lv = reinterpret_cast<const __m128i*>(ql);
   int j = 0;
@@ -140,7 +179,7 @@ void attention_values_q8(const float* p, const Q8Rows& v, int hd, int count, flo
         _mm_store_ps(c + i, _mm_mul_ps(_mm_loadu_ps(p + c0 + i), half::f16_lo(h)));
         _mm_store_ps(c + i + 4, _mm_mul_ps(_mm_loadu_ps(p + c0 + i + 4), half::f16_hi(h)));
       }
-      for (; i < n; ++i) c[i] = p[c0 + i] * f16_to_f32(d[i]);
+      for (; i < n; ++i) c[i] = p[c0 + i] * f16(d[i]);
       const uint8_t* row = reinterpret_cast<const uint8_t*>(v.q) + size_t(c0) * hd + 32 * b;
       for (i = 0; i < n; ++i, row += hd) {
         if (p[c0 + i] == 0.f) continue;  // masked keys: their values are never read
@@ -178,7 +217,7 @@ void attention_values_q8(const float* p, const Q8Rows& v, int hd, int count, flo
   for (int d = 0; d < hd; ++d) {
     float acc = 0.f;
     for (int j = 0; j < count; ++j)
-      if (p[j] != 0.f) acc += (p[j] * f16_to_f32(v.d[(d / 32) * v.d_stride + j])) * float(v.q[size_t(j) * hd + d]);
+      if (p[j] != 0.f) acc += (p[j] * f16(v.d[(d / 32) * v.d_stride + j])) * float(v.q[size_t(j) * hd + d]);
     out[d] = acc;
   }
 }
