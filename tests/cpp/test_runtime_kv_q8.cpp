@@ -62,8 +62,9 @@ TEST_CASE("q8_0 KV cache on kjv-gpt2: logits near the f32 cache's, same bits ove
   };
   const std::vector<float> f32 = run(KVType::F32, 1), q8 = run(KVType::Q8_0, 1);
   CHECK(same_bits(q8, run(KVType::Q8_0, 2)));
-  // Calibrated on this model (git log of this test): over 256 positions the largest logit difference
-  // was about 0.06 (logits span ≈ 30) and the top token agreed at nearly every position.
+  // Calibrated on this model: over the 242 positions after the prompt the largest logit difference
+  // measured 0.0285 (g++ native, 2026-11-27) and the top token agreed at all 242; the bounds leave
+  // ~3.5x room for other compilers' float orders, and a near-tie may flip a top token.
   double worst = 0;
   int agree = 0, rows = int(f32.size() / size_t(vocab));
   for (int r = 0; r < rows; ++r) {
@@ -73,8 +74,8 @@ TEST_CASE("q8_0 KV cache on kjv-gpt2: logits near the f32 cache's, same bits ove
     agree += std::max_element(a, a + vocab) - a == std::max_element(b, b + vocab) - b;
   }
   INFO("max |Δlogit| " << worst << ", top-1 agreement " << agree << " / " << rows);
-  CHECK(worst <= 0.25);
-  CHECK(agree >= rows * 95 / 100);
+  CHECK(worst <= 0.1);
+  CHECK(agree >= rows * 98 / 100);
 
   // Beam search's copy (generate/beam_search.cpp): a session copied from another continues with its bits.
   auto a = model.new_session(0, KVType::Q8_0);
