@@ -4,12 +4,14 @@
 //            Node, the pthreads build): tok/s of the decode steps and the ratio (target: capture
 //            costs ≤ 10%, i.e. ≥ 0.909×). Alternated 3 times, medians.
 //   context  decode speed at position 2048 against position 200 (bench_models --at 200,2048: the
-//            cache filled by a prefill, then 32 steps timed), f32 and Q4_K_M (target ≥ 0.75×). Needs a
+//            cache filled by a prefill, then 32 steps timed), f32 and Q4_K_M weights (target ≥ 0.75×),
+//            each with the f32 KV cache and the q8_0 one (--kv-cache: nn/kv_cache.h), their timed runs
+//            alternated in one process. Needs a
 //            checkpoint whose context holds 2080 positions: the 110M weights with a 4096-position RoPE
 //            table (../shared/anchors/mkrand_unique.py draws the same weights for any seq), and its
 //            Q4_K_M GGUF from the peers' mkgguf.py + llama.cpp's quantizer (skipped without the peers).
 //
-//   node bench/attention.mjs [--threads 1,2] [--only capture|context] [--quick] [--no-build] [--json FILE]
+//   node bench/attention.mjs [--threads 1,2] [--kv f32,q8_0] [--only capture|context] [--quick] [--no-build] [--json FILE]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -56,10 +58,11 @@ async function captureChild(ckpt, tok, threads, quick) {
 }
 
 function parseArgs(argv) {
-  const a = { threads: [1, 2], only: null, quick: false, build: true, json: null };
+  const a = { threads: [1, 2], kv: ['f32', 'q8_0'], only: null, quick: false, build: true, json: null };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     if (k === '--threads') a.threads = argv[++i].split(',').map(Number);
+    else if (k === '--kv') a.kv = argv[++i].split(',');
     else if (k === '--only') a.only = argv[++i];
     else if (k === '--quick') a.quick = true;
     else if (k === '--no-build') a.build = false;
@@ -134,20 +137,28 @@ async function main() {
     }
     for (const [format, input] of inputs) {
       for (const t of args.threads) {
-        log(`[bench] decode at 200 and 2048, 110M ${format}, ${t} thread(s) ...`);
+        // Both caches in one bench_models process, their timed runs alternated (--kv-cache f32,q8_0).
+        log(`[bench] decode at 200 and 2048, 110M ${format}, KV ${args.kv.join(' and ')}, ${t} thread(s) ...`);
         let r;
         try {
           r = run(process.execPath, ['--no-experimental-fetch', benchMt, input, '--threads', String(t), '--at', '200,2048',
-                                     '--no-decode', '--prefill', '', '--steps', '2']);
+                                     '--no-decode', '--prefill', '', '--steps', '2', '--kv-cache', args.kv.join(',')]);
         } catch (e) {
           skipped.push(`context ${format} ${t}t: ${e.message.split('\n')[0]}`);
           continue;
         }
-        const at = Object.fromEntries(r.filter((l) => l.type === 'decode_at').map((l) => [l.position, l]));
-        results.push({ type: 'context', format, threads: t, at });
-        const ratio = at[2048].tok_s_median / at[200].tok_s_median;
-        lines.push(`| decode at 2048 vs 200, 110M ${format}, ${t}t | ${at[200].tok_s_median.toFixed(1)} tok/s | ` +
-                   `${at[2048].tok_s_median.toFixed(1)} tok/s (KV ${at[2048].kv_gbs.toFixed(1)} GB/s) | ${ratio.toFixed(3)} | ${ratio >= 0.75 ? 'PASS' : 'MISS'} (≥ 0.75) |`);
+        const byKv = {};
+        for (const l of r.filter((x) => x.type === 'decode_at')) (byKv[l.kv_cache] ??= {})[l.position] = l;
+        for (const kv of args.kv) {
+          const at = byKv[kv];
+          if (!at?.[200] || !at?.[2048]) continue;
+          results.push({ type: 'context', format, kv, threads: t, at });
+          const ratio = at[2048].tok_s_median / at[200].tok_s_median;
+          const vsF32 = kv !== 'f32' && byKv.f32?.[2048] ? `; ${(at[2048].tok_s_median / byKv.f32[2048].tok_s_median).toFixed(2)}× the f32 cache at 2048` : '';
+          lines.push(`| decode at 2048 vs 200, 110M ${format}, KV ${kv}, ${t}t | ${at[200].tok_s_median.toFixed(1)} tok/s | ` +
+                     `${at[2048].tok_s_median.toFixed(1)} tok/s (KV ${(at[2048].kv_bytes / 1e6).toFixed(1)} MB at 2048${vsF32}) | ` +
+                     `${ratio.toFixed(3)} | ${ratio >= 0.75 ? 'PASS' : 'MISS'} (≥ 0.75) |`);
+        }
       }
     }
   }

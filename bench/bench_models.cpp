@@ -31,6 +31,8 @@
 // --at P,…: decode speed at position P (long context): the cache is filled by a prefill of P tokens
 //   (untimed), then 32 single-token steps from P are timed, 1 warm-up + 5 reps (the cache cut back to P
 //   each time), median ("decode_at" lines). Needs a model whose context holds P + 32 positions.
+// --kv-cache f32|q8_0|f32,q8_0: how the session's KV cache stores keys and values (nn/kv_cache.h; default
+//   f32); with both, --at times them alternated in one process (one decode_at line each).
 // --limits: first measure what the machine gives N threads in this build ("limits" line): memory
 //   read GB/s (kernels::dot over 128 MiB, split over the threads) and the SIMD peak in GFLOP/s
 //   (independent multiply-adds on registers: SIMD128 has no FMA, so a mul and an add per lane).
@@ -41,6 +43,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -101,6 +104,7 @@ struct Options {
   std::string tokenizer;
   std::string label;
   std::string quantize = "none";
+  std::string kv_cache = "f32";
   bool decode = true;
   int steps = 200;
   std::vector<int> prompt{1, 9038, 2501, 263, 931};
@@ -118,7 +122,7 @@ struct Options {
   std::fprintf(stderr,
                "usage: bench_models CHECKPOINT.bin [--q8] [--quantize TYPE] [--steps 200] [--prompt \"1 9038 2501 263 931\"] [--reps 3]\n"
                "         [--warmup-s 10] [--prefill 64,256] [--prefill-reps 5] [--tokenizer tokenizer.bin] [--quick]\n"
-               "         [--no-decode] [--label NAME] [--threads N] [--limits] [--at 200,2048]\n");
+               "         [--no-decode] [--label NAME] [--threads N] [--limits] [--at 200,2048] [--kv-cache f32|q8_0]\n");
   std::exit(2);
 }
 
@@ -157,6 +161,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--threads") o.threads = std::atoi(value().c_str());
     else if (a == "--limits") o.limits = true;
     else if (a == "--at") o.at = parse_ints(value());
+    else if (a == "--kv-cache") o.kv_cache = value();
     else if (!a.empty() && a[0] == '-') usage(("unknown option " + a).c_str());
     else if (o.checkpoint.empty()) o.checkpoint = a;
     else usage("more than one checkpoint");
@@ -347,7 +352,7 @@ int main(int argc, char** argv) {
     files.clear();
     const models::Model& model = loaded->model();
     const models::ModelInfo& info = model.info();
-    const Costs c = costs_of(info);
+    Costs c = costs_of(info);
     std::string label = o.label;
     if (label.empty()) {
       label = o.checkpoint.substr(o.checkpoint.find_last_of('/') + 1);
@@ -372,28 +377,48 @@ int main(int argc, char** argv) {
                    info.context_length);
       return 1;
     }
-    auto session = model.new_session(capacity);
-    models::Session& s = *session;
+    // One session per KV cache type asked for ("f32,q8_0": both, alternated in the --at runs).
+    std::vector<std::string> kv_names;
+    for (size_t a = 0, b; a <= o.kv_cache.size(); a = b + 1) {
+      b = o.kv_cache.find(',', a);
+      if (b == std::string::npos) b = o.kv_cache.size();
+      kv_names.push_back(o.kv_cache.substr(a, b - a));
+    }
+    std::vector<std::unique_ptr<models::Session>> sessions;
+    for (const std::string& kv : kv_names) sessions.push_back(model.new_session(capacity, nn::parse_kv_type(kv, "--kv-cache")));
+    models::Session& s = *sessions[0];
+    c.kv_bytes_per_pos = 2.0 * info.n_layers * double(s.cache.row_bytes());
 
-    // --- decode at long positions
+    // --- decode at long positions: each cache filled by a prefill of p tokens, then the caches' timed
+    // runs alternated (same process, same moment of the machine)
     for (int p : o.at) {
       std::vector<int> ids(size_t(p) + kAtSteps);
       for (size_t i = 0; i < ids.size(); ++i) ids[i] = i == 0 ? o.prompt[0] : int(3 + (i * 7919) % (info.vocab_size - 3));
-      s.reset();
-      model.decode(s, ids.data(), p);  // the cache now holds p positions
-      std::vector<double> runs;
-      for (int r = 0; r <= 5; ++r) {
-        s.cache.truncate(p);
-        const double t0 = now_ms();
-        for (int i = 0; i < kAtSteps; ++i) model.decode(s, &ids[size_t(p) + i], 1);
-        const double ms = now_ms() - t0;
-        if (r > 0) runs.push_back(kAtSteps / (ms / 1000));
+      std::vector<std::vector<double>> runs(sessions.size());
+      for (auto& se : sessions) {
+        se->reset();
+        model.decode(*se, ids.data(), p);  // the cache now holds p positions
       }
-      const double tps = median(runs);
-      std::printf("{\"type\":\"decode_at\",%s,\"position\":%d,\"steps\":%d,\"tok_s\":%s,\"tok_s_median\":%.2f,\"gbs\":%.2f,\"kv_gbs\":%.3f}\n",
-                  common.c_str(), p, kAtSteps, json_nums(runs, 2).c_str(), tps, c.weight_bytes * tps / 1e9,
-                  c.decode_kv_bytes(p, p + kAtSteps) * tps / 1e9);
-      std::fprintf(stderr, "  %s %s %s decode at %d: %.2f tok/s\n", label.c_str(), kPlatform, info.weight_dtype.c_str(), p, tps);
+      for (int r = 0; r <= 5; ++r)
+        for (size_t k = 0; k < sessions.size(); ++k) {
+          models::Session& sk = *sessions[k];
+          sk.cache.truncate(p);
+          const double t0 = now_ms();
+          for (int i = 0; i < kAtSteps; ++i) model.decode(sk, &ids[size_t(p) + i], 1);
+          const double ms = now_ms() - t0;
+          if (r > 0) runs[k].push_back(kAtSteps / (ms / 1000));
+        }
+      for (size_t k = 0; k < sessions.size(); ++k) {
+        Costs ck = c;
+        ck.kv_bytes_per_pos = 2.0 * info.n_layers * double(sessions[k]->cache.row_bytes());
+        const double tps = median(runs[k]);
+        std::printf("{\"type\":\"decode_at\",%s,\"position\":%d,\"steps\":%d,\"tok_s\":%s,\"tok_s_median\":%.2f,\"gbs\":%.2f,\"kv_gbs\":%.3f,"
+                    "\"kv_cache\":\"%s\",\"kv_bytes\":%.0f}\n",
+                    common.c_str(), p, kAtSteps, json_nums(runs[k], 2).c_str(), tps, c.weight_bytes * tps / 1e9,
+                    ck.decode_kv_bytes(p, p + kAtSteps) * tps / 1e9, kv_names[k].c_str(), ck.kv_bytes_per_pos * p);
+        std::fprintf(stderr, "  %s %s %s KV %s decode at %d: %.2f tok/s\n", label.c_str(), kPlatform, info.weight_dtype.c_str(),
+                     kv_names[k].c_str(), p, tps);
+      }
       std::fflush(stdout);
     }
     if (!o.decode && o.prefill.empty()) return 0;

@@ -2,7 +2,8 @@
 // attnlens: the command line of AttnLens (runs the same WebAssembly engine as the browser).
 //
 //   attnlens generate  --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
-//                      [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--quantize q8_0|q4_0|q4_k] [--json]
+//                      [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--quantize q8_0|q4_0|q4_k]
+//                      [--kv-cache f32|q8_0] [--json]
 //                      [--num-beams B] [--length-penalty L] [--early-stopping true|false|never]
 //                      [--no-repeat-ngram-size N] [--min-tokens N]
 //   attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
@@ -27,7 +28,7 @@ const api = () => import('../web/src/index.mjs');
 const USAGE = `usage:
   attnlens generate  --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
                      [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop TEXT]
-                     [--quantize q8_0|q4_0|q4_k] [--json] [--num-beams B] [--length-penalty L]
+                     [--quantize q8_0|q4_0|q4_k] [--kv-cache f32|q8_0] [--json] [--num-beams B] [--length-penalty L]
                      [--early-stopping true|false|never] [--no-repeat-ngram-size N] [--min-tokens N]
   attnlens attention --model PATH [--tokenizer PATH] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N]
                      [sampling flags] [--layer L] [--head H] --json
@@ -80,6 +81,7 @@ const OPTIONS = {
   layer: { type: 'string' },
   head: { type: 'string' },
   quantize: { type: 'string' },
+  'kv-cache': { type: 'string' },
   length: { type: 'string' },
   batch: { type: 'string' },
   json: { type: 'boolean' },
@@ -116,7 +118,9 @@ async function openModel(flags) {
   if (flags.tokenizer) sources.push(resolvePath(flags.tokenizer));
   if (flags.quantize !== undefined && !['q8_0', 'q4_0', 'q4_k', 'none'].includes(flags.quantize))
     throw new UsageError(`--quantize must be q8_0, q4_0, q4_k or none, got "${flags.quantize}"`);
-  return loadModel(sources, { quantize: flags.quantize ?? 'none' });
+  const kv = flags['kv-cache'];
+  if (kv !== undefined && !['f32', 'q8_0'].includes(kv)) throw new UsageError(`--kv-cache must be f32 or q8_0, got "${kv}"`);
+  return loadModel(sources, { quantize: flags.quantize ?? 'none', kvCache: kv ?? 'f32' });
 }
 
 function generateOptions(flags) {

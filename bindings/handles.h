@@ -116,7 +116,8 @@ class ModelHandle {
   val pieces(const val& ids, bool target) const;                 // Array<string>
   val special(const val& ids, bool target) const;                // Array<boolean>: special/control tokens
   std::string detokenize(const val& ids, bool target) const;
-  SessionHandle* new_session(int capacity) const;
+  SessionHandle* new_session(int capacity, const std::string& kv_cache) const;  // kv_cache: "f32" | "q8_0"
+
   const std::shared_ptr<const runtime::LoadedModel>& loaded() const { return m_; }
 
  private:
@@ -126,7 +127,7 @@ class ModelHandle {
 
 class SessionHandle {
  public:
-  explicit SessionHandle(std::shared_ptr<const runtime::LoadedModel> m, int capacity);
+  SessionHandle(std::shared_ptr<const runtime::LoadedModel> m, int capacity, nn::KVType kv);
   ~SessionHandle();
   // Attention recording: off, or these layers/heads (empty arrays = all).
   void set_attention(bool on, const val& layers, const val& heads);

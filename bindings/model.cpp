@@ -61,6 +61,7 @@ val ModelHandle::info(const SessionHandle& session) const {
     const models::Session& s = session.session();
     const double kv_full = double(s.cache.capacity_bytes());
     o.set("kvCacheBytes", kv_full);
+    o.set("kvCache", std::string(nn::kv_type_name(s.cache.type())));
     o.set("memoryBytes", double(m_->weight_memory_bytes()) + kv_full);
     o.set("threads", session.threads());
     val files = val::array();
@@ -154,9 +155,9 @@ std::string ModelHandle::detokenize(const val& ids, bool target) const {
   return guarded([&] { return side(target).decode(to_ints(ids, "ids")); });
 }
 
-SessionHandle* ModelHandle::new_session(int capacity) const {
+SessionHandle* ModelHandle::new_session(int capacity, const std::string& kv_cache) const {
   // Nothing big is allocated here: the KV cache grows with use (nn/kv_cache.h reserve()).
-  return guarded([&] { return new SessionHandle(m_, capacity); });
+  return guarded([&] { return new SessionHandle(m_, capacity, nn::parse_kv_type(kv_cache)); });
 }
 
 EMSCRIPTEN_BINDINGS(attnlens_model) {

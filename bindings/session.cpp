@@ -8,8 +8,8 @@ namespace attnlens::bindings {
 
 using namespace emscripten;
 
-SessionHandle::SessionHandle(std::shared_ptr<const runtime::LoadedModel> m, int capacity) : m_(std::move(m)) {
-  s_ = m_->model().new_session(capacity);
+SessionHandle::SessionHandle(std::shared_ptr<const runtime::LoadedModel> m, int capacity, nn::KVType kv) : m_(std::move(m)) {
+  s_ = m_->model().new_session(capacity, kv);
 }
 
 SessionHandle::~SessionHandle() = default;

@@ -43,7 +43,7 @@ BeamSearch::BeamSearch(const models::Model& model, models::Session& main, const 
     Beam& beam_b = beams_[size_t(b)];
     beam_b.tokens = prompt;
     beam_b.score = b == 0 ? 0.0 : -1e9;
-    beam_b.session = model.new_session(main.cache.capacity());
+    beam_b.session = model.new_session(main.cache.capacity(), main.cache.type());
     beam_b.session->copy_state_from(main);
     beam_b.session->should_stop = main.should_stop;  // abort() reaches every beam's passes
     beam_b.session->hooks = main.hooks;               // and ablations / observers every beam's layers

@@ -116,6 +116,21 @@ void attention_scores(const float* q, const float* k, size_t stride, int head_di
 // p[j] == 0 are skipped: their values are never read (masked keys may be uninitialised).
 void attention_values(const float* p, const float* v, size_t stride, int head_dim, int count, float* out) noexcept;
 
+// ---- attention over a q8_0 KV cache (nn/kv_cache.h; the arithmetic: kernels/attention_q8.cpp) ----
+// Rows of head_dim int8 values, row j at q + j·head_dim, in blocks of 32 with f16 scales: the scale
+// of block b of row j at d[b·d_stride + j] (a run of rows' scales is contiguous per block).
+struct Q8Rows {
+  const int8_t* q;
+  const uint16_t* d;
+  size_t d_stride;
+};
+constexpr int kMaxQ8HeadDim = 512;  // head_dim: a multiple of 32, at most this
+// x[head_dim] → one q8_0 row: q[head_dim], scales d[b·d_stride] (ggml's quantize_row_q8_0_ref).
+void quantize_kv_q8_0(const float* x, int head_dim, int8_t* q, uint16_t* d, size_t d_stride) noexcept;
+// attention_scores / attention_values with the keys / values of a q8_0 cache.
+void attention_scores_q8(const float* q, const Q8Rows& k, int head_dim, int count, float scale, float* scores) noexcept;
+void attention_values_q8(const float* p, const Q8Rows& v, int head_dim, int count, float* out) noexcept;
+
 // ---- rotary position embedding --------------------------------------------------------------
 // Rotates the first rot_dims dimensions of each head of x[n_heads, head_dim] by the angles whose
 // cos/sin are given per pair (cos[rot_dims/2], sin[rot_dims/2], one position); dimensions
@@ -176,6 +191,8 @@ void softcap(float* x, int n, float cap) noexcept;
 void attention_scores(const float* q, const float* k, size_t stride, int head_dim, int count, float scale,
                       float* scores) noexcept;
 void attention_values(const float* p, const float* v, size_t stride, int head_dim, int count, float* out) noexcept;
+void attention_scores_q8(const float* q, const Q8Rows& k, int head_dim, int count, float scale, float* scores) noexcept;
+void attention_values_q8(const float* p, const Q8Rows& v, int head_dim, int count, float* out) noexcept;
 void rope_adjacent(float* x, const float* cos, const float* sin, int n_heads, int head_dim, int rot_dims) noexcept;
 void rope_half(float* x, const float* cos, const float* sin, int n_heads, int head_dim, int rot_dims) noexcept;
 size_t first_nonfinite(const float* x, size_t n) noexcept;

@@ -224,6 +224,17 @@ bool can_quantize(DType t) noexcept {
   return t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q4_K;
 }
 
+// One position of one head of a q8_0 KV cache (nn/kv_cache.h): the blocks of quantize_q8_0, values
+// and scales stored apart.
+void quantize_kv_q8_0(const float* x, int head_dim, int8_t* q, uint16_t* d, size_t d_stride) noexcept {
+  uint8_t blk[qb::kBytesQ8_0];
+  for (int b = 0; b < head_dim / 32; ++b) {
+    quantize_q8_0(x + 32 * b, blk, 32);
+    std::memcpy(d + b * d_stride, blk, 2);
+    std::memcpy(q + 32 * b, blk + 2, 32);
+  }
+}
+
 void quantize_row(DType t, const float* x, uint8_t* out, int k) noexcept {
   switch (t) {
     case DType::Q8_0: quantize_q8_0(x, out, k); break;

@@ -28,7 +28,7 @@ EncoderOnlyTransformer::EncoderOnlyTransformer(ModelInfo info, EncoderOnlyWeight
   }
 }
 
-std::unique_ptr<Session> EncoderOnlyTransformer::new_session(int) const {
+std::unique_ptr<Session> EncoderOnlyTransformer::new_session(int, nn::KVType) const {
   return std::make_unique<Session>(1, 1, 1, 1);  // no decoder: no KV cache to speak of
 }
 

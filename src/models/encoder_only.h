@@ -43,7 +43,7 @@ class EncoderOnlyTransformer : public Model {
   EncoderOnlyTransformer(ModelInfo info, EncoderOnlyWeights w, WeightStorage storage);
   const ModelInfo& info() const override { return info_; }
   bool has_mlm_head() const override { return !w_.mlm_decoder.empty(); }
-  std::unique_ptr<Session> new_session(int capacity) const override;
+  std::unique_ptr<Session> new_session(int capacity, nn::KVType kv) const override;
   const float* encode(Session& s, const int* tokens, int n, const int* token_types) const override;
   const float* encode_batch(Session& s, const EncoderBatch& b) const override;
   const float* mlm_logits(Session& s) const override;

@@ -62,12 +62,12 @@ size_t Model::logits_size(int rows) const {
          sizeof(float);
 }
 
-std::unique_ptr<Session> Model::new_session(int capacity) const {
+std::unique_ptr<Session> Model::new_session(int capacity, nn::KVType kv) const {
   const ModelInfo& i = info();
   if (capacity <= 0) capacity = i.context_length;
   AL_CHECK(capacity <= i.context_length, "a session of ", capacity, " positions exceeds the model's context length ",
            i.context_length);
-  return std::make_unique<Session>(i.n_layers, i.n_kv_heads, i.head_dim, capacity);
+  return std::make_unique<Session>(i.n_layers, i.n_kv_heads, i.head_dim, capacity, kv, i.architecture);
 }
 
 const float* Model::decode(Session&, const int*, int, bool) const {

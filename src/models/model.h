@@ -77,7 +77,9 @@ struct EncoderBatch {
 // Per-sequence state.
 class Session {
  public:
-  Session(int n_layers, int n_kv_heads, int head_dim, int capacity) : cache(n_layers, n_kv_heads, head_dim, capacity) {}
+  Session(int n_layers, int n_kv_heads, int head_dim, int capacity, nn::KVType kv = nn::KVType::F32,
+          const std::string& model = "this model")
+      : cache(n_layers, n_kv_heads, head_dim, capacity, kv, model) {}
   virtual ~Session() = default;
 
   int position() const { return cache.length(); }  // decoder tokens processed so far
@@ -119,8 +121,9 @@ class Model {
   virtual const ModelInfo& info() const = 0;
   ModelKind kind() const { return info().kind; }
 
-  // A session able to hold `capacity` decoder positions (0 = the model's context length).
-  virtual std::unique_ptr<Session> new_session(int capacity = 0) const;
+  // A session able to hold `capacity` decoder positions (0 = the model's context length), its KV
+  // cache stored as `kv` (nn/kv_cache.h).
+  virtual std::unique_ptr<Session> new_session(int capacity = 0, nn::KVType kv = nn::KVType::F32) const;
 
   // Decoder: feeds tokens[0..n) at positions session.position()… (prefill when n > 1), appends them
   // to the KV cache and returns the logits: of the last token ([vocab]), or of every token ([n][vocab])

@@ -101,9 +101,14 @@ void scaled_dot_product_attention(const AttentionInput& in, const AttentionShape
       // Score straight into the caller's weights row when recording: no extra copy.
       float* p = record ? out.weights + (size_t(h) * n + i) * m : rows + row * size_t(slot);
       float* o = out.out + size_t(i) * out.out_stride + h * hd;
-      const float* kh = in.k + size_t(r.first) * in.kv_stride + g * head_stride;  // key r.first of kv head g
-      kernels::attention_scores(in.q + size_t(i) * in.q_stride + h * hd, kh, size_t(in.kv_stride), hd, count, scale,
-                                p + r.first);
+      const float* qi = in.q + size_t(i) * in.q_stride + h * hd;
+      // key (value) r.first of kv head g
+      const size_t first = size_t(r.first) * in.kv_stride + g * head_stride;
+      const size_t first_scale = g * in.scale_head_stride + size_t(r.first);
+      if (in.k8)
+        kernels::attention_scores_q8(qi, {in.k8 + first, in.kd + first_scale, in.scale_stride}, hd, count, scale, p + r.first);
+      else
+        kernels::attention_scores(qi, in.k + first, size_t(in.kv_stride), hd, count, scale, p + r.first);
       if (shape.softcap > 0.f) kernels::softcap(p + r.first, count, shape.softcap);
       const bool any = add_masks(mask, Row{h, i, r}, n, m, p);
       if (record) {  // exact zeros at every key the query cannot see
@@ -116,8 +121,10 @@ void scaled_dot_product_attention(const AttentionInput& in, const AttentionShape
         continue;
       }
       kernels::softmax(p + r.first, count);
-      kernels::attention_values(p + r.first, in.v + size_t(r.first) * in.kv_stride + g * head_stride, size_t(in.kv_stride), hd,
-                                count, o);
+      if (in.v8)
+        kernels::attention_values_q8(p + r.first, {in.v8 + first, in.vd + first_scale, in.scale_stride}, hd, count, o);
+      else
+        kernels::attention_values(p + r.first, in.v + first, size_t(in.kv_stride), hd, count, o);
     }
   });
 }

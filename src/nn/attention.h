@@ -59,6 +59,14 @@ struct AttentionInput {
   int n = 0;  // queries
   int m = 0;  // keys
   size_t kv_head_stride = 0;
+  // A q8_0 KV cache (nn/kv_cache.h) instead of k and v: key j of kv head g is the int8 row
+  // k8 + g·kv_head_stride + j·kv_stride (kv_stride = head_dim), the f16 scale of its block b is
+  // kd[g·scale_head_stride + b·scale_stride + j]; the same for the values (v8, vd).
+  const int8_t* k8 = nullptr;
+  const uint16_t* kd = nullptr;
+  const int8_t* v8 = nullptr;
+  const uint16_t* vd = nullptr;
+  size_t scale_head_stride = 0, scale_stride = 0;
 };
 
 // Where the results go: out [n][out_stride], head h written at out + h·head_dim (the "concat" of

@@ -95,10 +95,20 @@ void self_attention(const MultiHeadAttention& a, const float* x, const Pass& pas
   AttentionInput in{q, qd, k, v, kd, n, m};
   if (cache) {
     cache->store(pass.layer, pos0, n, k, v);
-    in.k = cache->key(pass.layer, 0, 0);
-    in.v = cache->value(pass.layer, 0, 0);
     in.kv_stride = a.shape.head_dim;
     in.kv_head_stride = cache->head_stride();
+    if (cache->type() == KVType::Q8_0) {  // keys and values as the cache quantized them, new positions too
+      in.k = in.v = nullptr;
+      in.k8 = cache->key_q8(pass.layer);
+      in.v8 = cache->value_q8(pass.layer);
+      in.kd = cache->key_scales(pass.layer);
+      in.vd = cache->value_scales(pass.layer);
+      in.scale_head_stride = cache->scale_head_stride();
+      in.scale_stride = size_t(cache->allocated());
+    } else {
+      in.k = cache->key(pass.layer, 0, 0);
+      in.v = cache->value(pass.layer, 0, 0);
+    }
   }
 
   AttentionMask mask;

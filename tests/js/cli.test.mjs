@@ -110,6 +110,12 @@ test('same seed, same text; flags reach the sampler', { skip: noShared }, async 
   assert.equal(stopped.finish_reason, 'stop');
 });
 
+test('generate --kv-cache q8_0: the KV cache stored as q8_0 (kjv-gpt2)', async () => {
+  const out = JSON.parse(await attnlens('generate', '--model', 'kjv-gpt2', '--prompt', 'And God said', '--max-tokens', '8',
+                                        '--temperature', '0', '--kv-cache', 'q8_0', '--json'));
+  assert.ok(out.text.length > 0);
+});
+
 test('bad input: exit code and a precise message', async () => {
   const fails = async (args, code, pattern) => {
     await assert.rejects(run('node', [cli, ...args]), (e) => {
@@ -122,7 +128,10 @@ test('bad input: exit code and a precise message', async () => {
   await fails(['generate', '--prompt', 'x'], 2, /--model PATH is required/);
   await fails(['generate', '--model', '/no/such/model.bin', '--prompt', 'x'], 2, /no such file or folder/);
   await fails(['generate', '--model', cli, '--prompt', 'x'], 1, /attnlens\.mjs: not a model file/);
+  await fails(['generate', '--model', 'kjv-gpt2', '--prompt', 'x', '--kv-cache', 'q4_0'], 2, /--kv-cache must be f32 or q8_0, got "q4_0"/);
   if (noShared) return;
+  // stories260K's heads are 8 wide: a q8_0 cache (blocks of 32) cannot hold them
+  await fails(['generate', '--model', model, '--tokenizer', tok512, '--prompt', 'x', '--kv-cache', 'q8_0'], 1, /q8_0 KV cache.*llama has head_dim 8/);
   await fails(['generate', '--model', model, '--tokenizer', tok512, '--prompt', 'x', '--temperature=-1'], 1, /temperature must be ≥ 0, got -1/);
   await fails(['generate', '--model', model, '--tokenizer', tok512, '--prompt', 'x', '--top-p', '2'], 1, /topP must be ≤ 1, got 2/);
   await fails(['generate', '--model', model, '--tokenizer', tok512, '--prompt', 'x', '--max-tokens', 'many'], 2, /--max-tokens must be an integer/);

@@ -35,6 +35,8 @@ function checkLoadOptions(o) {
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError('loadModel: onProgress must be a function');
   if (o.quantize !== undefined && !['q8_0', 'q4_0', 'q4_k', 'none'].includes(o.quantize))
     throw new RangeError(`loadModel: quantize must be "q8_0", "q4_0", "q4_k" or "none", got ${JSON.stringify(o.quantize)}`);
+  if (o.kvCache !== undefined && !['f32', 'q8_0'].includes(o.kvCache))
+    throw new RangeError(`loadModel: kvCache must be "f32" or "q8_0", got ${JSON.stringify(o.kvCache)}`);
   if (o.contextLength !== undefined && !(Number.isInteger(o.contextLength) && o.contextLength > 0))
     throw new RangeError(`loadModel: contextLength must be a positive integer, got ${o.contextLength}`);
   if (o.threads !== undefined && !(Number.isInteger(o.threads) && o.threads >= 1 && o.threads <= 16))
@@ -47,7 +49,8 @@ function checkLoadOptions(o) {
  * Loads a model: a URL (file or Hugging Face-style folder ending in "/"), several URLs, File/Blob
  * objects, ArrayBuffers / typed arrays, or (in Node) a path. Options: onProgress({loaded, total,
  * file}), signal, cache (keep downloads in Cache Storage), quantize ("q8_0", "q4_0" or "q4_k" quantizes
- * f32/f16/bf16 weight matrices at load), contextLength (KV cache size; default the model's), threads (how many threads the engine
+ * f32/f16/bf16 weight matrices at load), contextLength (KV cache size; default the model's), kvCache
+ * ("f32" or "q8_0": how the KV cache stores keys and values; q8_0 is a quarter of the bytes), threads (how many threads the engine
  * splits its work over; default the physical cores, at most 4; only where shared memory is allowed —
  * Node, cross-origin isolated pages — elsewhere 1; model.info.threads says what it got), worker (true: run it in a Web Worker /
  * worker_threads, every method then runs off this thread; or a Worker you created on

@@ -119,12 +119,12 @@ export class Model {
   }
 
   /** @internal Builds a model from a FileSet already filled (the set stays the caller's to delete). */
-  static fromSet(m, set, { quantize = 'none', contextLength = 0, threads = 1 } = {}) {
+  static fromSet(m, set, { quantize = 'none', contextLength = 0, kvCache = 'f32', threads = 1 } = {}) {
     let handle = null;
     let session = null;
     try {
       handle = new m.Model(set, quantize);
-      session = handle.newSession(contextLength);
+      session = handle.newSession(contextLength, kvCache);
       session.setThreads(threads);
       return new Model(m, handle, session);
     } catch (e) {
@@ -802,7 +802,7 @@ export async function loadModelHere(source, options = {}) {
     opened.cancel();
     throw e;
   }
-  const build = { quantize: options.quantize ?? 'none', contextLength: options.contextLength ?? 0, threads };
+  const build = { quantize: options.quantize ?? 'none', contextLength: options.contextLength ?? 0, kvCache: options.kvCache ?? 'f32', threads };
   const { entries } = opened;
   if (!entries.every((e) => e.size > 0 && typeof e.readInto === 'function')) {
     const files = await readEntries(opened, options);
