@@ -144,7 +144,8 @@ std::vector<int> PipelineTokenizer::encode(std::string_view text, bool add_speci
   std::vector<int> out;
   out.reserve(text.size() / 3 + 8);
   WordCache cache;
-  for (const Segment& raw : raw_added_.split(text)) {
+  const std::string before = p_.before_added ? p_.before_added->normalize(text) : std::string();
+  for (const Segment& raw : raw_added_.split(p_.before_added ? std::string_view(before) : text)) {
     if (raw.added_id >= 0) {
       out.push_back(raw.added_id);
       continue;

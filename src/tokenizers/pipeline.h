@@ -111,6 +111,8 @@ struct Limits {
 
 // --- the pipeline --------------------------------------------------------------------------------
 struct Pipeline {
+  std::unique_ptr<Normalizer> before_added;       // optional: applied to the whole text before the
+                                                  // added tokens are matched (ALBERT's lowercasing)
   std::unique_ptr<Normalizer> normalizer;         // optional
   std::unique_ptr<PreTokenizer> pre_tokenizer;    // optional: the whole stretch is one word
   std::unique_ptr<Model> model;                   // required

@@ -110,6 +110,49 @@ void append_lowercase(std::string& out, char32_t cp) {
   append_utf8(out, cp);
 }
 
+namespace {
+// The kind (0 case-ignorable, 1 cased, 2 digit) of the kPythonExtras range holding cp, or -1.
+int python_extra(char32_t cp) {
+  for (const uint32_t e : t::kPythonExtras)
+    if (cp >= (e >> 9) && cp <= (e >> 9) + ((e >> 2) & 127)) return int(e & 3);
+  return -1;
+}
+bool case_ignorable(char32_t cp) {
+  const Category c = category(cp);
+  return c == Category::Mn || c == Category::Me || c == Category::Cf || c == Category::Lm || c == Category::Sk ||
+         python_extra(cp) == 0;
+}
+bool cased(char32_t cp) { return category(cp) <= Category::Lt || python_extra(cp) == 1; }
+}  // namespace
+
+bool is_python_space(char32_t cp) { return is_white_space(cp) || (cp >= 0x1C && cp <= 0x1F); }
+
+bool is_python_digit(char32_t cp) { return category(cp) == Category::Nd || python_extra(cp) == 2; }
+
+std::string python_lower(std::string_view text) {
+  std::vector<char32_t> cps;
+  for (size_t pos = 0; pos < text.size();) {
+    const Utf8Step c = decode_utf8(text, pos);
+    cps.push_back(c.cp);
+    pos += c.len;
+  }
+  // Whether the first code point from i on (in direction step) that is not case-ignorable is cased.
+  const auto cased_from = [&](size_t i, size_t step) {
+    for (; i < cps.size(); i += step)
+      if (!case_ignorable(cps[i])) return cased(cps[i]);
+    return false;
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < cps.size(); ++i) {
+    if (cps[i] == 0x3A3 && i > 0 && cased_from(i - 1, size_t(-1)) && !cased_from(i + 1, 1))
+      append_utf8(out, 0x3C2);
+    else
+      append_lowercase(out, cps[i]);
+  }
+  return out;
+}
+
 // --- decomposition, composition, normalization forms ---------------------------------------------
 
 namespace {
