@@ -161,6 +161,7 @@ def python_extras():
         if c.isdigit() != (cat == "Nd"):
             assert c.isdigit(), hex(cp)
             sets[2].append(cp)
+    assert not (set(sets[0]) & set(sets[1]) or set(sets[0]) & set(sets[2]) or set(sets[1]) & set(sets[2]))  # one kind each
     out = []
     for kind, cps in enumerate(sets):
         for cp in cps:

@@ -9,6 +9,7 @@
 #include "core/json.h"
 #include "core/limits.h"
 #include "tokenizers/models.h"
+#include "tokenizers/normalizers.h"
 #include "tokenizers/pipeline.h"
 #include "tokenizers/post_processors.h"
 #include "tokenizers/sentencepiece_model.h"
@@ -253,34 +254,6 @@ class AlbertNormalizer final : public tok::Normalizer {
   SentencePieceOptions o_;
 };
 
-// PreTrainedTokenizer.tokenize with do_lower_case (transformers' tokenization_utils.py), before the
-// special tokens are split out: re.sub("(<special>|...)|(.+?)", ...) lowercases every character
-// outside a special token's literal on its own, so Σ is σ wherever it stands and "<UNK>" typed
-// becomes the special token "<unk>". preprocess_text lowercases the stretches again (str.lower()).
-class LowercaseOutsideSpecials final : public tok::Normalizer {
- public:
-  explicit LowercaseOutsideSpecials(std::vector<tok::AddedToken> specials) : specials_(std::move(specials)) {}
-  std::string normalize(std::string_view text) const override {
-    std::string out;
-    out.reserve(text.size());
-    for (const tok::Segment& s : specials_.split(text)) {
-      if (s.added_id >= 0) {
-        out.append(s.text);
-        continue;
-      }
-      for (size_t pos = 0; pos < s.text.size();) {
-        const unicode::Utf8Step c = unicode::decode_utf8(s.text, pos);
-        unicode::append_lowercase(out, c.cp);
-        pos += c.len;
-      }
-    }
-    return out;
-  }
-
- private:
-  tok::AddedTokenMatcher specials_;
-};
-
 // AlbertTokenizer._tokenize: a piece of two or more characters ending with a digit and "," is
 // encoded again without the "," (and without "▁"; the leading "▁" the result gets is dropped when
 // the piece had none), the "," following as a piece of its own.
@@ -455,11 +428,11 @@ std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const Proto& m, co
     const int cls = id_of("[CLS]"), sep = id_of("[SEP]");
     for (int id : {cls, sep, unk, m.trainer.pad_id}) add_special(p, id, id >= 0 ? m.pieces[size_t(id)].piece : "");
     add_special(p, p.model->token_to_id("[MASK]"), "[MASK]", true);
-    if (options.do_lower_case) {
-      std::vector<tok::AddedToken> literal = p.added;
-      for (tok::AddedToken& a : literal) a.lstrip = false;
-      p.before_added = std::make_unique<LowercaseOutsideSpecials>(std::move(literal));
-    }
+    // PreTrainedTokenizer.tokenize with do_lower_case (transformers' tokenization_utils.py), before
+    // the special tokens are split out: re.sub("(<special>|...)|(.+?)", ...) lowercases each
+    // character outside the special tokens on its own, so Σ is σ wherever it stands and "<UNK>"
+    // typed becomes the special token "<unk>". preprocess_text lowercases again (str.lower()).
+    if (options.do_lower_case) p.before_added = std::make_unique<tok::LowercaseNormalizer>();
     p.model = std::make_unique<AlbertModel>(std::move(p.model), m);
     p.post_processor = std::make_unique<tok::WrapProcessor>(std::vector<int>{cls}, std::vector<int>{sep});
     p.ids = {cls, sep, m.trainer.pad_id, unk};

@@ -111,44 +111,44 @@ void append_lowercase(std::string& out, char32_t cp) {
 }
 
 namespace {
-// The kind (0 case-ignorable, 1 cased, 2 digit) of the kPythonExtras range holding cp, or -1.
-int python_extra(char32_t cp) {
+// What Python's str methods see in cp: 0 case-ignorable, 1 cased (and not case-ignorable), 2 a digit
+// (str.isdigit), 3 none of these. The categories decide, except in the ranges of kPythonExtras.
+int python_kind(char32_t cp) {
   for (const uint32_t e : t::kPythonExtras)
     if (cp >= (e >> 9) && cp <= (e >> 9) + ((e >> 2) & 127)) return int(e & 3);
-  return -1;
-}
-bool case_ignorable(char32_t cp) {
   const Category c = category(cp);
-  return c == Category::Mn || c == Category::Me || c == Category::Cf || c == Category::Lm || c == Category::Sk ||
-         python_extra(cp) == 0;
+  if (c == Category::Mn || c == Category::Me || c == Category::Cf || c == Category::Lm || c == Category::Sk) return 0;
+  return c <= Category::Lt ? 1 : c == Category::Nd ? 2 : 3;
 }
-bool cased(char32_t cp) { return category(cp) <= Category::Lt || python_extra(cp) == 1; }
 }  // namespace
 
 bool is_python_space(char32_t cp) { return is_white_space(cp) || (cp >= 0x1C && cp <= 0x1F); }
 
-bool is_python_digit(char32_t cp) { return category(cp) == Category::Nd || python_extra(cp) == 2; }
+bool is_python_digit(char32_t cp) { return python_kind(cp) == 2; }
 
-std::string python_lower(std::string_view text) {
-  std::vector<char32_t> cps;
+namespace {
+// Whether the first code point that is not case-ignorable, going back from text[0, at) or on from
+// text[at, ...), is cased (false at the text's end).
+__attribute__((minsize)) bool cased_next(std::string_view text, size_t at, bool back) {
+  while (back ? at > 0 : at < text.size()) {
+    size_t start = at;
+    if (back)
+      for (--start; start > 0 && (uint8_t(text[start]) & 0xC0) == 0x80;) --start;
+    const Utf8Step c = decode_utf8(text, start);
+    if (const int kind = python_kind(c.cp)) return kind == 1;
+    at = back ? start : start + c.len;
+  }
+  return false;
+}
+}  // namespace
+
+__attribute__((minsize)) std::string python_lower(std::string_view text) {
+  std::string out;
   for (size_t pos = 0; pos < text.size();) {
     const Utf8Step c = decode_utf8(text, pos);
-    cps.push_back(c.cp);
+    const bool final_sigma = c.cp == 0x3A3 && cased_next(text, pos, true) && !cased_next(text, pos + c.len, false);
+    append_lowercase(out, final_sigma ? 0x3C2 : c.cp);
     pos += c.len;
-  }
-  // Whether the first code point from i on (in direction step) that is not case-ignorable is cased.
-  const auto cased_from = [&](size_t i, size_t step) {
-    for (; i < cps.size(); i += step)
-      if (!case_ignorable(cps[i])) return cased(cps[i]);
-    return false;
-  };
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < cps.size(); ++i) {
-    if (cps[i] == 0x3A3 && i > 0 && cased_from(i - 1, size_t(-1)) && !cased_from(i + 1, 1))
-      append_utf8(out, 0x3C2);
-    else
-      append_lowercase(out, cps[i]);
   }
   return out;
 }
@@ -246,7 +246,8 @@ void decompose(char32_t cp, bool compat, std::vector<Mark>& out) {
 // Primary composites (canonical pairs that recompose), from the kDecompKeys entries flagged so.
 struct Composition {
   std::vector<uint64_t> pairs;    // sorted: first << 42 | second << 21 | composite
-  std::vector<char32_t> seconds;  // sorted: code points that can be the second of a pair
+  std::vector<uint64_t> seconds;  // sorted: code points that can be the second of a pair (64-bit:
+                                  // the one sort instantiation serves both vectors)
   Composition() {
     for (uint32_t plane = 0; plane < 4; ++plane) {
       for (size_t i = t::kDecompPlaneStart[plane]; i < t::kDecompPlaneStart[plane + 1]; ++i) {
@@ -265,7 +266,7 @@ struct Composition {
     std::sort(seconds.begin(), seconds.end());
     seconds.erase(std::unique(seconds.begin(), seconds.end()), seconds.end());
   }
-  bool is_second(char32_t c) const { return std::binary_search(seconds.begin(), seconds.end(), c); }
+  bool is_second(char32_t c) const { return std::binary_search(seconds.begin(), seconds.end(), uint64_t(c)); }
   char32_t compose(char32_t a, char32_t b) const {  // 0 if the pair does not compose
     if (a >= kLBase && a < kLBase + kLCount && b >= kVBase && b < kVBase + kVCount)
       return kHangulBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
