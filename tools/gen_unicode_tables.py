@@ -23,6 +23,11 @@ Tables (all sorted, searched by binary search in src/tokenizers/unicode.cpp):
   kDecompLengths   the length of each mapping in UTF-16 units, a byte per entry; the mapping
   kDecompPool      of entry i starts in kDecompPool at kDecompAnchors[i / 64] plus the lengths of the
   kDecompAnchors   entries before it in its group of 64. Decompositions are applied recursively.
+  kPythonExtras    what Python's str methods count beyond the general categories unicode.cpp derives
+                   them from, as ranges (first << 9 | (length - 1) << 2 | kind), sorted: kind 0
+                   Case_Ignorable beyond Mn Me Cf Lm Sk, kind 1 Cased (not case-ignorable) beyond
+                   Lu Ll Lt (str.lower()'s Final_Sigma context), kind 2 str.isdigit() beyond Nd. Each
+                   set is read off str.lower() / str.isdigit() themselves.
 """
 import sys
 import unicodedata
@@ -133,6 +138,41 @@ def decomposition_tables():
     return run_words, plane_start, low, flags, packed, anchors, pool
 
 
+def python_extras():
+    """Ranges where Python's str methods differ from the category rule unicode.cpp applies."""
+    sigma, final = "\u03a3", "\u03c2"
+    ignorable_cats, cased_cats = ("Mn", "Me", "Cf", "Lm", "Sk"), ("Lu", "Ll", "Lt")
+    sets = ([], [], [])
+    for cp in range(MAX_CP):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        c = chr(cp)
+        cat = unicodedata.category(c)
+        # CPython's handle_capital_sigma skips case-ignorable code points before the sigma, then
+        # wants a cased one: "cΣ" is final iff c is cased and not ignorable; "AcΣ" iff c is either
+        alone, after_a = (c + sigma).lower()[-1] == final, ("A" + c + sigma).lower()[-1] == final
+        ignorable, cased = after_a and not alone, alone
+        if ignorable != (cat in ignorable_cats):
+            assert ignorable, hex(cp)
+            sets[0].append(cp)
+        if cased != (cat in cased_cats and not ignorable):
+            assert cased, hex(cp)
+            sets[1].append(cp)
+        if c.isdigit() != (cat == "Nd"):
+            assert c.isdigit(), hex(cp)
+            sets[2].append(cp)
+    assert not (set(sets[0]) & set(sets[1]) or set(sets[0]) & set(sets[2]) or set(sets[1]) & set(sets[2]))  # one kind each
+    out = []
+    for kind, cps in enumerate(sets):
+        for cp in cps:
+            if out and out[-1][2] == kind and out[-1][1] == cp - 1 and out[-1][1] - out[-1][0] < 127:
+                out[-1][1] = cp
+            else:
+                out.append([cp, cp, kind])
+    out.sort()
+    return [(a << 9) | ((b - a) << 2) | k for a, b, k in out]
+
+
 def emit_array(name, ctype, values, per_line=8):
     lines = [f"inline constexpr {ctype} {name}[] = {{"]
     for i in range(0, len(values), per_line):
@@ -173,6 +213,7 @@ def main():
         emit_array("kDecompLengths", "uint8_t", [str(v) for v in dlengths], 24),
         emit_array("kDecompAnchors", "uint16_t", [str(v) for v in danchors], 16),
         emit_array("kDecompPool", "uint16_t", [f"0x{v:x}" for v in dpool], 12),
+        emit_array("kPythonExtras", "uint32_t", [f"0x{v:x}" for v in python_extras()]),
         "",
         "}  // namespace attnlens::unicode::tables",
         "",

@@ -9,6 +9,7 @@
 #include "core/json.h"
 #include "core/limits.h"
 #include "tokenizers/models.h"
+#include "tokenizers/normalizers.h"
 #include "tokenizers/pipeline.h"
 #include "tokenizers/post_processors.h"
 #include "tokenizers/sentencepiece_model.h"
@@ -206,51 +207,51 @@ class VocabMappedModel final : public tok::Model {
   int unk_;
 };
 
-// ALBERT's preprocess_text (tokenization_albert.py) before sentencepiece's own normalizer.
-class AlbertNormalizer final : public tok::Normalizer {
- public:
-  AlbertNormalizer(std::unique_ptr<tok::Normalizer> inner, const SentencePieceOptions& o)
-      : inner_(std::move(inner)), remove_space_(o.remove_space), keep_accents_(o.keep_accents), lower_(o.do_lower_case) {}
-  std::string normalize(std::string_view text) const override {
-    std::string s;
-    bool gap = false;
-    for (size_t pos = 0; pos < text.size();) {
-      const unicode::Utf8Step c = unicode::decode_utf8(text, pos);
-      // " ".join(text.split()): Python's str.split() also splits at U+001C..U+001F
-      if (remove_space_ && (unicode::is_white_space(c.cp) || (c.cp >= 0x1C && c.cp <= 0x1F))) {
-        gap = !s.empty();
-      } else {
-        if (gap) s.push_back(' ');
-        gap = false;
-        if ((c.cp == '`' || c.cp == '\'') && pos + 1 < text.size() && text[pos + 1] == char(c.cp)) {
-          s.push_back('"');  // `` and '' -> "
-          pos += 2;
-          continue;
-        }
-        s.append(text.substr(pos, c.len));
+}  // namespace
+
+std::string albert_preprocess(std::string_view text, const SentencePieceOptions& o) {
+  std::string s;
+  bool gap = false;
+  for (size_t pos = 0; pos < text.size();) {
+    const unicode::Utf8Step c = unicode::decode_utf8(text, pos);
+    // " ".join(text.strip().split()): Python's str.isspace whitespace
+    if (o.remove_space && unicode::is_python_space(c.cp)) {
+      gap = !s.empty();
+    } else {
+      if (gap) s.push_back(' ');
+      gap = false;
+      if ((c.cp == '`' || c.cp == '\'') && pos + 1 < text.size() && text[pos + 1] == char(c.cp)) {
+        s.push_back('"');  // `` and '' -> "
+        pos += 2;
+        continue;
       }
+      s.append(text.substr(pos, c.len));
+    }
+    pos += c.len;
+  }
+  if (!o.keep_accents) {
+    const std::string d = unicode::normalize(s, unicode::NormalForm::NFKD);
+    s.clear();
+    for (size_t pos = 0; pos < d.size();) {
+      const unicode::Utf8Step c = unicode::decode_utf8(d, pos);
+      if (unicode::combining_class(c.cp) == 0) s.append(d, pos, c.len);  // unicodedata.combining
       pos += c.len;
     }
-    if (!keep_accents_ || lower_) {
-      const std::string d = keep_accents_ ? s : unicode::normalize(s, unicode::NormalForm::NFKD);
-      s.clear();
-      for (size_t pos = 0; pos < d.size();) {
-        const unicode::Utf8Step c = unicode::decode_utf8(d, pos);
-        if (!keep_accents_ && unicode::combining_class(c.cp) != 0) {  // unicodedata.combining
-        } else if (lower_) {
-          unicode::append_lowercase(s, c.cp);
-        } else {
-          s.append(d, pos, c.len);
-        }
-        pos += c.len;
-      }
-    }
-    return inner_->normalize(s);
   }
+  return o.do_lower_case ? unicode::python_lower(s) : s;
+}
+
+namespace {
+
+// ALBERT's preprocess_text before sentencepiece's own normalizer.
+class AlbertNormalizer final : public tok::Normalizer {
+ public:
+  AlbertNormalizer(std::unique_ptr<tok::Normalizer> inner, const SentencePieceOptions& o) : inner_(std::move(inner)), o_(o) {}
+  std::string normalize(std::string_view text) const override { return inner_->normalize(albert_preprocess(text, o_)); }
 
  private:
   std::unique_ptr<tok::Normalizer> inner_;
-  bool remove_space_, keep_accents_, lower_;
+  SentencePieceOptions o_;
 };
 
 // AlbertTokenizer._tokenize: a piece of two or more characters ending with a digit and "," is
@@ -266,7 +267,7 @@ class AlbertModel final : public tok::Model {
     const std::vector<std::string>& pieces = inner_->pieces();
     for (const int id : ids) {
       const std::string& p = pieces[size_t(id)];
-      if (p.size() < 2 || p.back() != ',' || unicode::category(last_char(p.substr(0, p.size() - 1))) != unicode::Category::Nd) {
+      if (p.size() < 2 || p.back() != ',' || !unicode::is_python_digit(last_char(p.substr(0, p.size() - 1)))) {
         out.push_back(id);
         continue;
       }
@@ -327,6 +328,7 @@ void add_special(tok::Pipeline& p, int id, std::string content, bool lstrip = fa
   a.special = true;
   a.lstrip = lstrip;
   a.rstrip = rstrip;
+  a.python_space = true;  // transformers' tokenize(): str.rstrip() / str.lstrip() of the neighbours
   p.added.push_back(std::move(a));
 }
 
@@ -426,6 +428,11 @@ std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const Proto& m, co
     const int cls = id_of("[CLS]"), sep = id_of("[SEP]");
     for (int id : {cls, sep, unk, m.trainer.pad_id}) add_special(p, id, id >= 0 ? m.pieces[size_t(id)].piece : "");
     add_special(p, p.model->token_to_id("[MASK]"), "[MASK]", true);
+    // PreTrainedTokenizer.tokenize with do_lower_case (transformers' tokenization_utils.py), before
+    // the special tokens are split out: re.sub("(<special>|...)|(.+?)", ...) lowercases each
+    // character outside the special tokens on its own, so Σ is σ wherever it stands and "<UNK>"
+    // typed becomes the special token "<unk>". preprocess_text lowercases again (str.lower()).
+    if (options.do_lower_case) p.before_added = std::make_unique<tok::LowercaseNormalizer>();
     p.model = std::make_unique<AlbertModel>(std::move(p.model), m);
     p.post_processor = std::make_unique<tok::WrapProcessor>(std::vector<int>{cls}, std::vector<int>{sep});
     p.ids = {cls, sep, m.trainer.pad_id, unk};

@@ -38,10 +38,12 @@ namespace attnlens::runtime {
 //               spm_size + extra_ids - 1 - i; </s> appended unless the ids already end with it
 //   XlmRoberta  fairseq's dictionary: <s> 0, <pad> 1, </s> 2, <unk> 3, every other piece i -> i + 1,
 //               <mask> spm_size + 1; <s> A </s>. The .model must have <unk> <s> </s> at 0, 1, 2.
-//   Albert      each stretch preprocessed (remove_space: whitespace runs -> one space, none at the
-//               ends; `` and '' -> "; keep_accents false: NFKD without combining characters;
-//               do_lower_case: lowercase), a piece ending with a digit and "," re-encoded without
-//               the "," which follows on its own; [CLS] A [SEP]. The .model must have [CLS], [SEP].
+//   Albert      each stretch preprocessed (albert_preprocess below; do_lower_case also lowercases
+//               each character outside the special tokens before they are split out), a piece
+//               ending with a digit (str.isdigit) and "," re-encoded without the "," which follows
+//               on its own; [CLS] A [SEP]. The .model must have [CLS], [SEP].
+// Whitespace is Python's (str.isspace) wherever these classes strip: the special tokens' lstrip /
+// rstrip, ALBERT's remove_space, the decoded text's ends.
 enum class SpmFamily : uint8_t { None, T5, XlmRoberta, Albert };
 
 // How a vocabulary is applied.
@@ -63,6 +65,13 @@ struct SentencePieceOptions {
 // false) is an error naming tc_name. Either JSON may be null.
 SentencePieceOptions sentencepiece_family(const nlohmann::json& tokenizer_config, const nlohmann::json& config,
                                           const std::string& tc_name);
+
+// ALBERT's preprocess_text (tokenization_albert.py) with the settings of o: remove_space
+// (" ".join(text.strip().split()), Python's whitespace), `` and '' -> ", keep_accents false: NFKD
+// without combining characters, do_lower_case: str.lower() (Final_Sigma included). With
+// do_lower_case the tokenizer also lowercases each character outside the special tokens on its own
+// before they are split out, as PreTrainedTokenizer.tokenize does.
+std::string albert_preprocess(std::string_view text, const SentencePieceOptions& o);
 
 std::unique_ptr<Tokenizer> make_sentencepiece_model_tokenizer(const SentencePieceModelProto& m,
                                                               const SentencePieceOptions& options = {});

@@ -35,22 +35,22 @@ bool is_word_char(char32_t cp) {  // \w
   return unicode::is_letter(cp) || unicode::is_mark(cp) || c == unicode::Category::Nd || c == unicode::Category::Pc;
 }
 
-// End of the whitespace run starting at pos.
-size_t white_space_end(std::string_view s, size_t pos) {
+// End of the whitespace run starting at pos (python: Python's str.isspace, else White_Space).
+size_t white_space_end(std::string_view s, size_t pos, bool python) {
   while (pos < s.size()) {
     const unicode::Utf8Step c = unicode::decode_utf8(s, pos);
-    if (!c.valid || !unicode::is_white_space(c.cp)) break;
+    if (!c.valid || !(python ? unicode::is_python_space(c.cp) : unicode::is_white_space(c.cp))) break;
     pos += c.len;
   }
   return pos;
 }
 
 // Start of the whitespace run that ends at end, searching no further back than begin.
-size_t white_space_start(std::string_view s, size_t begin, size_t end) {
+size_t white_space_start(std::string_view s, size_t begin, size_t end, bool python) {
   size_t run_start = end;
   for (size_t pos = begin; pos < end;) {
     const unicode::Utf8Step c = unicode::decode_utf8(s, pos);
-    const bool ws = c.valid && unicode::is_white_space(c.cp);
+    const bool ws = c.valid && (python ? unicode::is_python_space(c.cp) : unicode::is_white_space(c.cp));
     if (!ws) run_start = end;
     else if (run_start == end) run_start = pos;
     pos += c.len;
@@ -81,8 +81,8 @@ std::vector<Segment> AddedTokenMatcher::split(std::string_view text) const {
     if (t->single_word && ((start > 0 && is_word_char(code_point_before(text, start))) ||
                            (stop < text.size() && is_word_char(unicode::decode_utf8(text, stop).cp))))
       continue;
-    if (t->lstrip) start = white_space_start(text, seg_start, start);
-    if (t->rstrip) stop = white_space_end(text, stop);
+    if (t->lstrip) start = white_space_start(text, seg_start, start, t->python_space);
+    if (t->rstrip) stop = white_space_end(text, stop, t->python_space);
     if (start > seg_start) out.push_back({text.substr(seg_start, start - seg_start), seg_start, -1});
     out.push_back({text.substr(start, stop - start), start, t->id});
     seg_start = pos = stop;

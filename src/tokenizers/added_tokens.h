@@ -20,6 +20,8 @@ struct AddedToken {
   bool rstrip = false;       // also swallows the whitespace after it
   bool single_word = false;  // only matched where no word character touches it
   bool normalized = false;   // matched in the normalized text (its content normalized too)
+  bool python_space = false; // lstrip / rstrip as Python's str.rstrip / lstrip (transformers' slow
+                             // tokenizers): U+001C..U+001F are whitespace too
 };
 
 // A stretch of the input between added tokens (added_id < 0), or one added token.

@@ -144,6 +144,13 @@ std::vector<int> PipelineTokenizer::encode(std::string_view text, bool add_speci
   std::vector<int> out;
   out.reserve(text.size() / 3 + 8);
   WordCache cache;
+  std::string before;
+  if (p_.before_added) {  // the stretches between added tokens rewritten, the tokens matched again
+    for (const Segment& s : raw_added_.split(text))
+      if (s.added_id >= 0) before.append(s.text);
+      else before += p_.before_added->normalize(s.text);
+    text = before;
+  }
   for (const Segment& raw : raw_added_.split(text)) {
     if (raw.added_id >= 0) {
       out.push_back(raw.added_id);

@@ -111,6 +111,9 @@ struct Limits {
 
 // --- the pipeline --------------------------------------------------------------------------------
 struct Pipeline {
+  std::unique_ptr<Normalizer> before_added;       // optional: rewrites each stretch between added
+                                                  // tokens, which are then matched in the result
+                                                  // (ALBERT's per-character lowercasing)
   std::unique_ptr<Normalizer> normalizer;         // optional
   std::unique_ptr<PreTokenizer> pre_tokenizer;    // optional: the whole stretch is one word
   std::unique_ptr<Model> model;                   // required

@@ -203,21 +203,26 @@ std::string spaces_for_symbols(std::string_view piece) {
 }  // namespace
 
 namespace {
-// ASCII whitespace removed at both ends of the joined tokens (Python's str.strip() on the text).
+// Whitespace removed at both ends of the joined tokens: Python's str.strip() on the text (its
+// str.isspace set). Each token is whole characters (a run of byte pieces is one token).
 void strip_ends(std::vector<std::string>& out) {
-  const auto ws = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
   size_t i = 0;
   for (; i < out.size(); ++i) {
     std::string& s = out[i];
     size_t k = 0;
-    while (k < s.size() && ws(s[k])) ++k;
+    for (unicode::Utf8Step c; k < s.size() && unicode::is_python_space((c = unicode::decode_utf8(s, k)).cp);) k += c.len;
     s.erase(0, k);
     if (!s.empty()) break;
   }
   for (size_t j = out.size(); j-- > i;) {
     std::string& s = out[j];
     size_t k = s.size();
-    while (k > 0 && ws(s[k - 1])) --k;
+    while (k > 0) {
+      size_t at = k - 1;
+      while (at > 0 && (uint8_t(s[at]) & 0xC0) == 0x80) --at;
+      if (!unicode::is_python_space(unicode::decode_utf8(s, at).cp)) break;
+      k = at;
+    }
     s.resize(k);
     if (k) break;
   }

@@ -102,7 +102,7 @@ struct SentencePieceDecoderOptions {
   bool byte_pieces = false;               // "<0xXX>" pieces are bytes (byte_fallback models)
   bool strip_first_space = true;          // add_dummy_prefix || remove_extra_whitespaces
   bool strip_leading_spaces = true;       // remove_extra_whitespaces
-  bool strip_ends = false;                // a whole text's ASCII whitespace stripped at both ends
+  bool strip_ends = false;                // a whole text's whitespace stripped at both ends (str.strip())
                                           // (transformers' T5 / XLM-R / ALBERT tokenizers: .strip())
 };
 

@@ -110,6 +110,49 @@ void append_lowercase(std::string& out, char32_t cp) {
   append_utf8(out, cp);
 }
 
+namespace {
+// What Python's str methods see in cp: 0 case-ignorable, 1 cased (and not case-ignorable), 2 a digit
+// (str.isdigit), 3 none of these. The categories decide, except in the ranges of kPythonExtras.
+int python_kind(char32_t cp) {
+  for (const uint32_t e : t::kPythonExtras)
+    if (cp >= (e >> 9) && cp <= (e >> 9) + ((e >> 2) & 127)) return int(e & 3);
+  const Category c = category(cp);
+  if (c == Category::Mn || c == Category::Me || c == Category::Cf || c == Category::Lm || c == Category::Sk) return 0;
+  return c <= Category::Lt ? 1 : c == Category::Nd ? 2 : 3;
+}
+}  // namespace
+
+bool is_python_space(char32_t cp) { return is_white_space(cp) || (cp >= 0x1C && cp <= 0x1F); }
+
+bool is_python_digit(char32_t cp) { return python_kind(cp) == 2; }
+
+namespace {
+// Whether the first code point that is not case-ignorable, going back from text[0, at) or on from
+// text[at, ...), is cased (false at the text's end).
+__attribute__((minsize)) bool cased_next(std::string_view text, size_t at, bool back) {
+  while (back ? at > 0 : at < text.size()) {
+    size_t start = at;
+    if (back)
+      for (--start; start > 0 && (uint8_t(text[start]) & 0xC0) == 0x80;) --start;
+    const Utf8Step c = decode_utf8(text, start);
+    if (const int kind = python_kind(c.cp)) return kind == 1;
+    at = back ? start : start + c.len;
+  }
+  return false;
+}
+}  // namespace
+
+__attribute__((minsize)) std::string python_lower(std::string_view text) {
+  std::string out;
+  for (size_t pos = 0; pos < text.size();) {
+    const Utf8Step c = decode_utf8(text, pos);
+    const bool final_sigma = c.cp == 0x3A3 && cased_next(text, pos, true) && !cased_next(text, pos + c.len, false);
+    append_lowercase(out, final_sigma ? 0x3C2 : c.cp);
+    pos += c.len;
+  }
+  return out;
+}
+
 // --- decomposition, composition, normalization forms ---------------------------------------------
 
 namespace {
@@ -203,7 +246,8 @@ void decompose(char32_t cp, bool compat, std::vector<Mark>& out) {
 // Primary composites (canonical pairs that recompose), from the kDecompKeys entries flagged so.
 struct Composition {
   std::vector<uint64_t> pairs;    // sorted: first << 42 | second << 21 | composite
-  std::vector<char32_t> seconds;  // sorted: code points that can be the second of a pair
+  std::vector<uint64_t> seconds;  // sorted: code points that can be the second of a pair (64-bit:
+                                  // the one sort instantiation serves both vectors)
   Composition() {
     for (uint32_t plane = 0; plane < 4; ++plane) {
       for (size_t i = t::kDecompPlaneStart[plane]; i < t::kDecompPlaneStart[plane + 1]; ++i) {
@@ -222,7 +266,7 @@ struct Composition {
     std::sort(seconds.begin(), seconds.end());
     seconds.erase(std::unique(seconds.begin(), seconds.end()), seconds.end());
   }
-  bool is_second(char32_t c) const { return std::binary_search(seconds.begin(), seconds.end(), c); }
+  bool is_second(char32_t c) const { return std::binary_search(seconds.begin(), seconds.end(), uint64_t(c)); }
   char32_t compose(char32_t a, char32_t b) const {  // 0 if the pair does not compose
     if (a >= kLBase && a < kLBase + kLCount && b >= kVBase && b < kVBase + kVCount)
       return kHangulBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;

@@ -33,6 +33,15 @@ void append_lowercase(std::string& out, char32_t cp);
 // of two or more spacing marks with a nonzero combining class (25 code points, e.g. musical symbols).
 void append_without_accents(std::string& out, char32_t cp);
 
+// Python's str methods (CPython's unicodeobject.c and unicodectype.c; /usr/bin/python3's unicodedata
+// is the tables' Unicode version), for the rules transformers' slow tokenizers apply in Python.
+bool is_python_space(char32_t cp);  // str.isspace(): White_Space and U+001C..U+001F
+bool is_python_digit(char32_t cp);  // str.isdigit(): Nd, and digits of other categories (² ① ⑴ 𐹠)
+// str.lower() of UTF-8 text: each code point's full lowercase (append_lowercase), except that Σ
+// (U+03A3) becomes final ς in the Final_Sigma context (after a cased letter and not before one,
+// case-ignorable code points skipped, as CPython's handle_capital_sigma reads it).
+std::string python_lower(std::string_view text);
+
 // The canonical combining class (UnicodeData.txt field 3).
 uint8_t combining_class(char32_t cp);
 

@@ -3,6 +3,7 @@
 // fallback and user-defined/control symbols; unigram without normalization, dummy prefix or
 // whitespace cleanup; BPE with a rule charsmap and byte fallback; plain BPE), and bad files.
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -253,6 +254,109 @@ TEST_CASE("sentencepiece .model as T5, XLM-R and ALBERT read it: the family toke
   const runtime::LoadedTokenizer plain = runtime::load_tokenizer_files({family_files(family_cases().at("sets").at(0))[0]});
   CHECK(plain.tokenizer->vocab_size() == 71);
   CHECK(plain.tokenizer->encode("a</s>", true).size() > 2);
+}
+
+namespace {
+uint32_t crc32(std::string_view s) {  // zlib.crc32 (the reflected polynomial 0xEDB88320)
+  uint32_t c = 0xFFFFFFFFu;
+  for (const char ch : s) {
+    c ^= uint8_t(ch);
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+std::string utf8(char32_t cp) {
+  std::string s;
+  unicode::append_utf8(s, cp);
+  return s;
+}
+std::vector<bool> from_ranges(const json& ranges) {  // [[first, last], ...] -> a flag per code point
+  std::vector<bool> in(0x110000, false);
+  for (const json& r : ranges)
+    for (char32_t cp = r[0].get<char32_t>(); cp <= r[1].get<char32_t>(); ++cp) in[cp] = true;
+  return in;
+}
+}  // namespace
+
+TEST_CASE("Python's str.lower / isspace / isdigit and ALBERT's preprocessing agree with CPython on every code point",
+          "[runtime][spm][family][unicode]") {
+  // tests/fixtures/spm/make_python_str_fixture.py: /usr/bin/python3's own results
+  const json doc = json::parse(testutil::read_text(testutil::fixture_path("spm/python_str.json")));
+  REQUIRE(doc.at("unicode").get<std::string>() == unicode::table_version());
+  std::map<char32_t, std::string> lower;
+  for (const json& e : doc.at("lower")) lower[e[0].get<char32_t>()] = e[1].get<std::string>();
+  std::vector<bool> space(0x110000, false);
+  for (const json& cp : doc.at("isspace")) space[cp.get<size_t>()] = true;
+  const std::vector<bool> digit = from_ranges(doc.at("isdigit"));
+  const std::string sigma = utf8(0x3A3), final_sigma = utf8(0x3C2);
+  const std::string probes[3] = {"c" + sigma, "Ac" + sigma, "A" + sigma + "c"};
+  std::vector<bool> finals[3];
+  for (int k = 0; k < 3; ++k) finals[k] = from_ranges(doc.at("sigma").at(probes[k]));
+  size_t lower_wrong = 0, space_wrong = 0, digit_wrong = 0, sigma_wrong = 0;
+  for (char32_t cp = 0; cp < 0x110000; ++cp) {
+    if (cp >= 0xD800 && cp < 0xE000) continue;
+    const std::string c = utf8(cp);
+    const auto it = lower.find(cp);
+    std::string l;
+    unicode::append_lowercase(l, cp);
+    if (l != (it == lower.end() ? c : it->second) || unicode::python_lower(c) != l) ++lower_wrong;
+    space_wrong += unicode::is_python_space(cp) != space[cp];
+    digit_wrong += unicode::is_python_digit(cp) != digit[cp];
+    // Σ after c, after "A" then c, and before c: final ς exactly where Python's lower() gives it
+    const std::string after = unicode::python_lower(c + sigma), after_a = unicode::python_lower("A" + c + sigma),
+                      before = unicode::python_lower("A" + sigma + c);
+    const bool got[3] = {after.compare(after.size() - 2, 2, final_sigma) == 0,
+                         after_a.compare(after_a.size() - 2, 2, final_sigma) == 0, before.compare(1, 2, final_sigma) == 0};
+    for (int k = 0; k < 3; ++k)
+      if (got[k] != finals[k][cp] && sigma_wrong++ < 5)
+        UNSCOPED_INFO("probe " << probes[k] << ": final sigma wrong at U+" << std::hex << uint32_t(cp));
+  }
+  CHECK(lower_wrong == 0);
+  CHECK(space_wrong == 0);
+  CHECK(digit_wrong == 0);
+  CHECK(sigma_wrong == 0);
+  CHECK(lower.size() > 1400);
+
+  // ALBERT: the per-character lowercasing of PreTrainedTokenizer.tokenize, then preprocess_text,
+  // of each probe with every code point, as CRC-32 per block (the first wrong block is named)
+  for (const json& a : doc.at("albert")) {
+    runtime::SentencePieceOptions o;
+    o.remove_space = a.at("settings")[0].get<bool>();
+    o.keep_accents = a.at("settings")[1].get<bool>();
+    o.do_lower_case = a.at("settings")[2].get<bool>();
+    const auto probes = a.at("probes").get<std::vector<std::string>>();
+    const char32_t block = a.at("block").get<char32_t>();
+    const json& crcs = a.at("crc32");
+    INFO("ALBERT settings " << a.at("settings").dump());
+    size_t wrong_blocks = 0;
+    for (char32_t start = 0; start < 0x110000; start += block) {
+      std::string joined;
+      bool first = true;
+      for (char32_t cp = start; cp < start + block; ++cp) {
+        if (cp >= 0xD800 && cp < 0xE000) continue;
+        for (const std::string& p : probes) {
+          std::string text;
+          for (const char ch : p) text += ch == 'c' ? utf8(cp) : std::string(1, ch);  // no other 'c' byte in a probe
+          std::string lowered;
+          if (o.do_lower_case) {
+            for (size_t pos = 0; pos < text.size();) {
+              const unicode::Utf8Step s = unicode::decode_utf8(text, pos);
+              unicode::append_lowercase(lowered, s.cp);
+              pos += s.len;
+            }
+          } else {
+            lowered = text;
+          }
+          if (!first) joined.push_back('\n');
+          first = false;
+          joined += runtime::albert_preprocess(lowered, o);
+        }
+      }
+      if (crc32(joined) != crcs.at(start / block).get<uint32_t>() && wrong_blocks++ == 0)
+        UNSCOPED_INFO("first block differing from Python: U+" << std::hex << uint32_t(start));
+    }
+    CHECK(wrong_blocks == 0);
+  }
 }
 
 TEST_CASE("sentencepiece .model with a RoBERTa / ALBERT model: XLM-R's fairseq ids when the folder names XLM-R, else refused",
