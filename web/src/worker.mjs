@@ -9,8 +9,7 @@
 //                                                     pieces, forward, embed, fillMask, memory, patch, patchSweep, detectHeads)
 //   → { id, op: 'stream', model, prompt, options, window, stopFlag? } ← { id, type: 'steps', value: [step, …] } …, then a reply
 //        (stopFlag: an Int32Array on a SharedArrayBuffer the client sets to 1 on abort; see model.mjs STOP_FLAG;
-//        steps come in batches; the worker stops making steps while `window` or more are not yet pulled
-//        and the oldest of them was made AHEAD_MS ago or more)
+//        steps come in batches, at most `window` of them not yet pulled)
 //   → { id, op: 'pull', n }                         the client took n steps: n more may be sent
 //   → { id, op: 'abort' }                           aborts that request (load or stream)
 //   → { id, op: 'dispose', model } / { id, op: 'engineInfo' } / { id, op: 'hello' } (is this our worker?)
@@ -18,26 +17,12 @@
 import { isNode, nodeImport } from './env.mjs';
 import { STOP_FLAG, loadModelHere } from './model.mjs';
 import { engineFacts, getModule } from './wasm.mjs';
-// What model.mjs imports, named here too: the worker learns the whole graph in one round (index.mjs).
-import '../../node_modules/@huggingface/jinja/dist/index.js';
-import './analysis.mjs';
-import './attentions.mjs';
-import './chat.mjs';
-import './errors.mjs';
-import './pieces.mjs';
-import './sources.mjs';
-import './validate.mjs';
 
 let post;  // (message, transfer) => void
 const models = new Map();     // model id → Model
-const requests = new Map();   // request id → { controller, window, made, wake }
+const requests = new Map();   // request id → { controller, credit, wake }
 let nextModel = 1;
 const BATCH_MS = 16;          // a stream's steps made within this long of the last message go in the next one
-// How far a stream may run ahead of its consumer: `window` steps, or more while they are this fresh.
-// A step count alone stalled fast models: 8 steps of kjv-gpt2 are 6 ms of work, less than the round
-// trip of a batch to a page busy drawing a frame and of its 'pull' back, and the engine idled about
-// half the time (bench/browser.mjs --only stream: the page at 54% of Node's rate).
-const AHEAD_MS = 100;
 
 function serializeError(e) {
   if (!(e instanceof Error) && !(typeof DOMException !== 'undefined' && e instanceof DOMException))
@@ -106,9 +91,7 @@ const handlers = {
     const m = model(key);
     const controller = new AbortController();
     let end;
-    // made: when each step not yet pulled by the consumer was made (oldest first).
-    const request = { controller, window, made: [], wake: null, model: key, finished: new Promise((r) => { end = r; }) };
-    const ahead = () => request.made.length >= window && performance.now() - request.made[0] >= AHEAD_MS;
+    const request = { controller, credit: window, wake: null, model: key, finished: new Promise((r) => { end = r; }) };
     requests.set(id, request);
     // Steps made faster than a frame travel together: one message (and one task on the receiving
     // thread) per BATCH_MS instead of one per token. The first step, and any step after a pause of
@@ -130,11 +113,10 @@ const handlers = {
       for await (const step of stream) {
         batch.push(plain(step));
         for (const b of buffersOf(step)) transfer.push(b);
-        request.made.push(performance.now());
-        if (step.result || performance.now() - sentAt >= BATCH_MS || ahead()) flush();
-        // Flow control: wait for the consumer once `window` steps are not pulled and the oldest of
-        // them is AHEAD_MS old (only a pull can change that).
-        while (ahead() && !controller.signal.aborted) await new Promise((r) => { request.wake = r; });
+        request.credit--;
+        if (request.credit <= 0 || step.result || performance.now() - sentAt >= BATCH_MS) flush();
+        // Flow control: stay at most `window` steps ahead of the consumer.
+        while (request.credit <= 0 && !controller.signal.aborted) await new Promise((r) => { request.wake = r; });
       }
       flush();
       return stream.result;
@@ -146,8 +128,8 @@ const handlers = {
 
   pull({ id, n = 1 }) {
     const r = requests.get(id);
-    if (r && 'made' in r) {
-      r.made.splice(0, n);
+    if (r && 'credit' in r) {
+      r.credit += n;
       r.wake?.();
       r.wake = null;
     }
