@@ -17,6 +17,15 @@
 import { isNode, nodeImport } from './env.mjs';
 import { STOP_FLAG, loadModelHere } from './model.mjs';
 import { engineFacts, getModule } from './wasm.mjs';
+// What model.mjs imports, named here too: the worker learns the whole graph in one round (index.mjs).
+import '../../node_modules/@huggingface/jinja/dist/index.js';
+import './analysis.mjs';
+import './attentions.mjs';
+import './chat.mjs';
+import './errors.mjs';
+import './pieces.mjs';
+import './sources.mjs';
+import './validate.mjs';
 
 let post;  // (message, transfer) => void
 const models = new Map();     // model id → Model
