@@ -17,7 +17,6 @@
 // order on the same exact integer sums: their results are equal bit for bit.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "kernels/half.h"
 #include "kernels/kernels.h"
@@ -28,15 +27,6 @@ namespace attnlens::kernels {
 namespace {
 
 constexpr int kChunk = 256;  // values: weights c_jb computed per run of this many positions
-
-// f16 → f32 as half.h's vector conversion does it (exact for normal and subnormal halves; the cache
-// holds no infinities: its scales come from finite keys and values).
-inline float f16(uint16_t h) noexcept {
-  const int32_t t = (int32_t(uint32_t(h) << 16) >> 3) & int32_t(0x8FFFE000u);
-  float f;
-  std::memcpy(&f, &t, 4);
-  return f * 0x1p112f;
-}
 
 // The query head as two 16-bit integers per element (see the top of the file).
 [[maybe_unused]] void quantize_query(const float* x, int hd, int16_t* qh, int16_t* ql, float* e) {
@@ -69,7 +59,7 @@ float block_value(int32_t sh, int32_t sl) { return float(sh) + float(sl) * 0x1p-
       sh += int32_t(qh[i]) * k[i];
       sl += int32_t(ql[i]) * k[i];
     }
-    acc += block_value(sh, sl) * (e[b] * f16(d[b * ds + j]));
+    acc += block_value(sh, sl) * (e[b] * f16_to_f32(d[b * ds + j]));
   }
   return acc * scale;
 }
@@ -179,7 +169,7 @@ void attention_values_q8(const float* p, const Q8Rows& v, int hd, int count, flo
         _mm_store_ps(c + i, _mm_mul_ps(_mm_loadu_ps(p + c0 + i), half::f16_lo(h)));
         _mm_store_ps(c + i + 4, _mm_mul_ps(_mm_loadu_ps(p + c0 + i + 4), half::f16_hi(h)));
       }
-      for (; i < n; ++i) c[i] = p[c0 + i] * f16(d[i]);
+      for (; i < n; ++i) c[i] = p[c0 + i] * f16_to_f32(d[i]);
       const uint8_t* row = reinterpret_cast<const uint8_t*>(v.q) + size_t(c0) * hd + 32 * b;
       for (i = 0; i < n; ++i, row += hd) {
         if (p[c0 + i] == 0.f) continue;  // masked keys: their values are never read
@@ -217,7 +207,7 @@ void attention_values_q8(const float* p, const Q8Rows& v, int hd, int count, flo
   for (int d = 0; d < hd; ++d) {
     float acc = 0.f;
     for (int j = 0; j < count; ++j)
-      if (p[j] != 0.f) acc += (p[j] * f16(v.d[(d / 32) * v.d_stride + j])) * float(v.q[size_t(j) * hd + d]);
+      if (p[j] != 0.f) acc += (p[j] * f16_to_f32(v.d[(d / 32) * v.d_stride + j])) * float(v.q[size_t(j) * hd + d]);
     out[d] = acc;
   }
 }
