@@ -144,7 +144,7 @@ Roles classify(const std::vector<FilePtr>& files) {
                 // a tokenizer_config.json "tokenizer_class", "chat_template" or "added_tokens_decoder"
           // (the member names only: a DOM of a 10 MB tokenizer.json took 2/3 of its loading time)
           const std::string names = tok::json_member_names(
-              std::string_view(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size()), f.name + ": ");
+              std::string_view(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size()), f.name + ": ", "model");
           const auto has = [&](const char* key) { return names.find(key) != std::string::npos; };
           if (has("\nmodel\n{")) assign(r.tokenizer_json, f, "tokenizer.json");
           else if (has("\narchitectures\n") || has("\nmodel_type\n")) assign(r.config, f, "config.json");

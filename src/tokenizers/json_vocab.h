@@ -33,7 +33,9 @@ nlohmann::json parse_tokenizer_json(std::string_view text, VocabLists& lists, in
 // ...): find("\nmodel\n{") says there is an object "model". Checks the whole document's syntax and
 // nesting as parse_json does but builds no values: the loader tells a tokenizer.json from a
 // config.json by them without a DOM of a 10 MB file. Throws attnlens::Error "WHAT: not valid JSON at
-// byte N: ..." (what = "file0: ").
-std::string json_member_names(std::string_view text, std::string_view what);
+// byte N: ..." (what = "file0: "). stop_at: a member name whose object value ends the scan there (the
+// names so far, that one last, the rest unchecked): "model" stops before a tokenizer.json's
+// vocabulary and merges, which its own reader then checks.
+std::string json_member_names(std::string_view text, std::string_view what, std::string_view stop_at = {});
 
 }  // namespace attnlens::tok
