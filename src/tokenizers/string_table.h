@@ -12,22 +12,6 @@
 
 namespace attnlens::tok {
 
-inline uint64_t hash_bytes(std::string_view s) {
-  // 8 bytes at a time, multiply-xorshift mixing (constants from splitmix64).
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t(s.size()) * 0xBF58476D1CE4E5B9ull);
-  size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    uint64_t v;
-    std::memcpy(&v, s.data() + i, 8);
-    h = (h ^ v) * 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 31;
-  }
-  uint64_t tail = 0;
-  for (size_t k = i; k < s.size(); ++k) tail = (tail << 8) | uint8_t(s[k]);
-  h = (h ^ tail) * 0x94D049BB133111EBull;
-  return h ^ (h >> 29);
-}
-
 class StringTable {
  public:
   StringTable() : begin_(1, 0) {}
@@ -37,45 +21,77 @@ class StringTable {
     if (!fits(count)) rehash(count);
   }
   size_t size() const { return begin_.size() - 1; }
-  std::string_view at(size_t i) const { return std::string_view(chars_).substr(begin_[i], begin_[i + 1] - begin_[i]); }
+  std::string_view at(size_t i) const { return std::string_view(chars_.data() + begin_[i], begin_[i + 1] - begin_[i]); }
 
   // Index of s, or -1.
   int find(std::string_view s) const {
     if (slots_.empty()) return -1;
-    const uint64_t h = hash_bytes(s);
-    for (size_t k = size_t(h) & mask_;; k = (k + 1) & mask_) {
+    const Key key(s);
+    for (size_t k = key.home & mask_;; k = (k + 1) & mask_) {
       const Slot& slot = slots_[k];
       if (slot.index < 0) return -1;
-      if (matches(slot, h, s)) return slot.index;
+      if (matches(slot, key, s)) return slot.index;
     }
   }
   // Index of s, adding it at the end if it is new.
   int insert(std::string_view s) {
     if (!fits(size() + 1)) rehash(size() + 1);
-    const uint64_t h = hash_bytes(s);
-    size_t k = size_t(h) & mask_;
+    const Key key(s);
+    size_t k = key.home & mask_;
     for (;; k = (k + 1) & mask_) {
       const Slot& slot = slots_[k];
       if (slot.index < 0) break;
-      if (matches(slot, h, s)) return slot.index;
+      if (matches(slot, key, s)) return slot.index;
     }
     const int index = int(size());
-    slots_[k] = {uint32_t(h >> 32), uint32_t(chars_.size()), uint32_t(s.size()), index};
+    slots_[k] = {key.head, key.tag, index};
     chars_.append(s.data(), s.size());
     begin_.push_back(uint32_t(chars_.size()));
     return index;
   }
 
  private:
-  // One probe reads the slot, then (on a tag match) the characters: two cache misses per lookup.
+  // A slot holds a string's first 8 bytes, so that a lookup of a string of at most 8 bytes (most
+  // pieces of a vocabulary) reads one slot and no characters: one cache miss, not two.
   struct Slot {
-    uint32_t tag, begin, len;
-    int32_t index;  // -1: empty
+    uint64_t head;   // the first 8 bytes, zero-padded
+    uint32_t tag;    // 24 bits of the hash, then the length (255: 255 or more)
+    int32_t index;   // -1: empty
   };
-  bool matches(const Slot& slot, uint64_t h, std::string_view s) const {
-    if (slot.tag != uint32_t(h >> 32) || slot.len != s.size()) return false;
-    const char* a = chars_.data() + slot.begin;
-    for (size_t i = 0; i < s.size(); ++i)  // short strings: a loop beats a call to memcmp in wasm
+  // A string's hash (8 bytes at a time, multiply-xorshift mixing with splitmix64's constants), its
+  // first 8 bytes and its tag, in one pass (always inlined: the size-optimized wasm build would
+  // otherwise make a call per lookup, and one more to memcpy for a head of variable length).
+  struct Key {
+    uint64_t head = 0;
+    uint32_t tag;
+    size_t home;  // the first slot probed (before the mask)
+    __attribute__((always_inline)) explicit Key(std::string_view s) {
+      const size_t n = s.size();
+      uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t(n) * 0xBF58476D1CE4E5B9ull);
+      size_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        std::memcpy(&v, s.data() + i, 8);
+        if (i == 0) head = v;
+        h = (h ^ v) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+      }
+      uint64_t tail = 0;  // the last n % 8 bytes, little-endian (as memcpy would load them)
+      for (size_t k = i; k < n; ++k) tail |= uint64_t(uint8_t(s[k])) << (8 * (k - i));
+      if (n < 8) head = tail;
+      h = (h ^ tail) * 0x94D049BB133111EBull;
+      h ^= h >> 29;
+      tag = (uint32_t(h >> 40) << 8) | uint32_t(n < 255 ? n : 255);
+      home = size_t(h);
+    }
+  };
+  __attribute__((always_inline)) bool matches(const Slot& slot, const Key& key, std::string_view s) const {
+    if (slot.head != key.head || slot.tag != key.tag) return false;
+    if (s.size() <= 8) return true;  // same length (< 255), same bytes
+    const size_t b = begin_[size_t(slot.index)];
+    if (begin_[size_t(slot.index) + 1] - b != s.size()) return false;
+    const char* a = chars_.data() + b;
+    for (size_t i = 8; i < s.size(); ++i)  // short strings: a loop beats a call to memcmp in wasm
       if (a[i] != s[i]) return false;
     return true;
   }
@@ -83,14 +99,13 @@ class StringTable {
   void rehash(size_t count) {
     size_t n = 16;
     while (3 * n < 4 * count) n *= 2;
-    slots_.assign(n, Slot{0, 0, 0, -1});
+    slots_.assign(n, Slot{0, 0, -1});
     mask_ = n - 1;
     for (uint32_t i = 0; i < size(); ++i) {
-      const std::string_view s = at(i);
-      const uint64_t h = hash_bytes(s);
-      size_t k = size_t(h) & mask_;
+      const Key key(at(i));
+      size_t k = key.home & mask_;
       while (slots_[k].index >= 0) k = (k + 1) & mask_;
-      slots_[k] = {uint32_t(h >> 32), begin_[i], uint32_t(s.size()), int32_t(i)};
+      slots_[k] = {key.head, key.tag, int32_t(i)};
     }
   }
   std::string chars_;
