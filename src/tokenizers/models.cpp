@@ -14,6 +14,7 @@ Vocab::Vocab(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {
     if (pieces_[id].empty()) continue;
     if (size_t(index_.insert(pieces_[id])) == ids_.size()) ids_.push_back(int(id));  // new: first id wins
   }
+  one_to_one_ = ids_.size() == pieces_.size();
 }
 
 ByteTokens::ByteTokens(const Vocab& v) {

@@ -19,15 +19,18 @@ class Vocab {
   explicit Vocab(std::vector<std::string> pieces);
   int find(std::string_view piece) const {
     const int i = index_.find(piece);
-    return i < 0 ? -1 : ids_[size_t(i)];
+    return i < 0 || one_to_one_ ? i : ids_[size_t(i)];
   }
   const std::vector<std::string>& pieces() const { return pieces_; }
   int size() const { return int(pieces_.size()); }
+  // Every id has its own non-empty piece: then find(pieces()[id]) == id for every id.
+  bool one_to_one() const { return one_to_one_; }
 
  private:
   std::vector<std::string> pieces_;
   StringTable index_;
   std::vector<int> ids_;  // index_ entry -> id
+  bool one_to_one_ = true;  // ids_[i] == i (no gaps, no duplicates): find skips ids_
 };
 
 // Merges as pairs of pieces in one buffer (a 280k-merge list costs no allocation per merge):
@@ -52,7 +55,7 @@ class MergeList {
 
  private:
   size_t end(size_t i) const { return 2 * i + 2 < bounds_.size() ? bounds_[2 * i + 2] : text_.size(); }
-  std::string_view span(size_t b, size_t e) const { return std::string_view(text_).substr(b, e - b); }
+  std::string_view span(size_t b, size_t e) const { return std::string_view(text_.data() + b, e - b); }
   std::string text_;
   std::vector<uint32_t> bounds_;
 };

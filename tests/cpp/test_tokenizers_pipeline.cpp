@@ -276,6 +276,38 @@ TEST_CASE("models: BPE options, WordPiece, Unigram", "[model]") {
   out.clear();
   ign.encode_word("abc", out);
   CHECK(out == Ids{4});
+  // Merged pieces resolve to the id a lookup gives, whatever the merges' order: in the order of the
+  // merged ids (as real files are), against it, and with a duplicated piece (the first id wins).
+  for (const bool ordered : {true, false}) {
+    tok::BpeConfig o;
+    o.pieces = {"a", "b", "c", "ab", "abc", "bc", "cab"};
+    if (ordered) {
+      o.merges.add("a", "b");    // 3
+      o.merges.add("ab", "c");   // 4
+      o.merges.add("b", "c");    // 5
+      o.merges.add("c", "ab");   // 6
+    } else {
+      o.merges.add("c", "ab");   // 6
+      o.merges.add("b", "c");    // 5
+      o.merges.add("a", "b");    // 3
+      o.merges.add("ab", "c");   // 4
+    }
+    tok::BpeModel m(std::move(o));
+    out.clear();
+    m.encode_word("abccab", out);
+    // ordered: a+b (twice), ab+c, c+ab; unordered: b+c, a+b, c+ab ("a" alone: no merge has it first)
+    CHECK(out == (ordered ? Ids{4, 6} : Ids{0, 5, 6}));
+    out.clear();
+    m.encode_word("bcab", out);
+    CHECK(out == Ids{5, 3});
+  }
+  tok::BpeConfig dup;
+  dup.pieces = {"a", "b", "ab", "x", "ab"};  // "ab" twice: id 2 is the piece's id
+  dup.merges.add("a", "b");
+  tok::BpeModel d(std::move(dup));
+  out.clear();
+  d.encode_word("ab", out);
+  CHECK(out == Ids{2});
   // WordPiece: longest match first, a word that cannot be covered is [UNK].
   tok::WordPieceConfig w;
   w.pieces = {"[UNK]", "un", "##aff", "##able", "a"};
