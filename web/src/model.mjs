@@ -4,7 +4,7 @@ import { expandTopK, headScores, idsOf, patchMap, selectRecords } from './analys
 import { Attentions } from './attentions.mjs';
 import { describeModel, renderChat } from './chat.mjs';
 import { throwIfAborted } from './errors.mjs';
-import { PieceLabels } from './pieces.mjs';
+import { PieceLabels, idArray } from './pieces.mjs';
 import { openSource, readEntries } from './sources.mjs';
 import { defaultThreads, getModule, instanceLost, onEngineLost, reserveThreads, trackOwner } from './wasm.mjs';
 
@@ -198,7 +198,7 @@ export class Model {
     check.options(options, 'tokenize');
     const { target } = check.textSide(options, 'tokenize', this.info);
     return this.#exclusive(() => {
-      const ids = Array.from(this.#handle.tokenize(text, options.addSpecialTokens ?? true, target));
+      const ids = idArray(this.#handle.tokenize(text, options.addSpecialTokens ?? true, target));
       return { ids, pieces: this.#labelsOf(target).of(ids) };
     });
   }
@@ -211,7 +211,7 @@ export class Model {
     this.#alive();
     check.string(text, 'text');
     return this.#exclusive(() => {
-      const ids = Array.from(this.#handle.encodePrompt(text));
+      const ids = idArray(this.#handle.encodePrompt(text));
       return { ids, pieces: this.#labels.of(ids) };
     });
   }
@@ -242,7 +242,7 @@ export class Model {
     this.#alive();
     const text = renderChat(this.#chatModel(), messages, check.chatOptions(options, 'encodeChat'));
     return this.#exclusive(() => {
-      const ids = Array.from(this.#handle.tokenize(text, false, false));
+      const ids = idArray(this.#handle.tokenize(text, false, false));
       return { text, ids, pieces: this.#labels.of(ids), special: ids.length ? this.#handle.special(ids, false) : [] };
     });
   }
@@ -444,7 +444,7 @@ export class Model {
   // A metric token: an id, or text that is one token of the logits' side (an encoder–decoder's target side).
   #tokenOf(v, name) {
     if (typeof v === 'number') return v;
-    const ids = Array.from(this.#handle.tokenize(v, false, this.info.kind === 'encoder-decoder'));
+    const ids = idArray(this.#handle.tokenize(v, false, this.info.kind === 'encoder-decoder'));
     if (ids.length !== 1) throw new RangeError(`${name}: "${v}" is ${ids.length} tokens, not one (give a token id)`);
     return ids[0];
   }
@@ -680,7 +680,7 @@ export class Model {
     const s = this.#session;
     const h = this.#handle;
     throwIfAborted(signal);
-    const ids = promptIds ?? Array.from(chatText !== null ? h.tokenize(chatText, false, false) : h.encodePrompt(opts.prompt));
+    const ids = promptIds ?? idArray(chatText !== null ? h.tokenize(chatText, false, false) : h.encodePrompt(opts.prompt));
     const run = { final: null };
     s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
     s.setAblations(ablate);

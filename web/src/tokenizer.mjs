@@ -3,7 +3,7 @@
 // tokenizer.
 import { renderChat } from './chat.mjs';
 import { getModule, instanceLost, onEngineLost, trackOwner } from './wasm.mjs';
-import { PieceLabels } from './pieces.mjs';
+import { PieceLabels, idArray } from './pieces.mjs';
 import * as check from './validate.mjs';
 
 export class Tokenizer {
@@ -54,7 +54,7 @@ export class Tokenizer {
     check.string(text, 'text');
     if (target !== undefined && target !== false)
       throw new TypeError("tokenize: { target: true } asks for an encoder-decoder model's decoder text (model.tokenize); a tokenizer loaded alone has one side");
-    const ids = Array.from(this.#t.tokenize(text, !!addSpecialTokens));
+    const ids = idArray(this.#t.tokenize(text, !!addSpecialTokens));
     return { ids, pieces: this.#labels.of(ids) };
   }
 
@@ -68,7 +68,7 @@ export class Tokenizer {
   encodeChat(messages, options = {}) {
     this.#alive();
     const text = renderChat(this.#chatModel(), messages, check.chatOptions(options, 'encodeChat'));
-    const ids = Array.from(this.#t.tokenize(text, false));
+    const ids = idArray(this.#t.tokenize(text, false));
     return { text, ids, pieces: this.#labels.of(ids), special: this.#t.special(ids) };
   }
 
