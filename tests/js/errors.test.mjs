@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { FetchError, engineInfo, loadModel } from '../../web/src/index.mjs';
+import { FetchError, engineInfo, loadModel, loadTokenizer } from '../../web/src/index.mjs';
 import { join } from 'node:path';
 import { kjv, noKjv, noSmall, reportSkips, root, small } from './fixtures/models.mjs';
 import { serve } from './fixtures/server.mjs';
@@ -47,6 +47,9 @@ describe('loadModel', () => {
       [['m.bin', { worker: 5 }], TypeError, /worker must be/],
     ];
     for (const [args, type, message] of cases) await assert.rejects(loadModel(...args), (e) => e instanceof type && message.test(e.message), JSON.stringify(args));
+    // loadTokenizer's messages name loadTokenizer.
+    for (const [args, message] of [[[42], /^loadTokenizer: source must be a URL.*got number/], [[[]], /^loadTokenizer: source is an empty array/], [[''], /^loadTokenizer: source is an empty string/]])
+      await assert.rejects(loadTokenizer(...args), (e) => e instanceof TypeError && message.test(e.message), JSON.stringify(args));
   });
 
   test('a URL that answers 404 rejects with a FetchError carrying the status and the URL', async () => {

@@ -73,7 +73,7 @@ export async function loadModel(source, options = {}) {
 export async function loadTokenizer(source, options = {}) {
   checkLoadOptions(options);
   if (source === undefined || source === null) throw new TypeError('loadTokenizer: source is required');
-  checkSource(source);
+  checkSource(source, 'loadTokenizer');
   const files = await resolveSource(source, options);
   return Tokenizer.fromFiles(files, options.vocabSize ?? 0);
 }

@@ -437,17 +437,17 @@ function isPieceList(data) {
 }
 
 /** Checks the shape of a source (throws TypeError), without reading anything. */
-export function checkSource(source) {
+export function checkSource(source, caller = 'loadModel') {
   const list = Array.isArray(source) ? source : [source];
-  if (!list.length) throw new TypeError('loadModel: source is an empty array');
+  if (!list.length) throw new TypeError(`${caller}: source is an empty array`);
   list.forEach((item, i) => {
     const ok = typeof item === 'string' || item instanceof URL || isBlob(item) || isBufferLike(item) ||
       (item && typeof item === 'object' && typeof item.name === 'string' && (isBufferLike(item.data) || isBlob(item.data) || isPieceList(item.data)));
     if (!ok)
       throw new TypeError(
-        `loadModel: source ${Array.isArray(source) ? `[${i}] ` : ''}must be a URL, a path (Node), a File/Blob, an ArrayBuffer, a typed array or {name, data} (data: a buffer, a Blob or a non-empty array of them, the file's consecutive pieces); got ${item === null ? 'null' : Array.isArray(item) ? 'an array' : typeof item}`,
+        `${caller}: source ${Array.isArray(source) ? `[${i}] ` : ''}must be a URL, a path (Node), a File/Blob, an ArrayBuffer, a typed array or {name, data} (data: a buffer, a Blob or a non-empty array of them, the file's consecutive pieces); got ${item === null ? 'null' : Array.isArray(item) ? 'an array' : typeof item}`,
       );
-    if (typeof item === 'string' && !item.length) throw new TypeError(`loadModel: source ${Array.isArray(source) ? `[${i}] ` : ''}is an empty string`);
+    if (typeof item === 'string' && !item.length) throw new TypeError(`${caller}: source ${Array.isArray(source) ? `[${i}] ` : ''}is an empty string`);
   });
 }
 
