@@ -1,5 +1,4 @@
 // detect_file_kind: classify a file by its content (see model_file.h for the rules).
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string_view>

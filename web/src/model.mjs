@@ -348,7 +348,7 @@ export class Model {
     return () => {
       const h = this.#handle;
       return {
-        source: source ?? Array.from(h.encodePrompt(v.source)),
+        source: source ?? idArray(h.encodePrompt(v.source)),
         tokens: target ?? [this.promptFormat.decoderStartToken, ...h.tokenize(v.target, false, true)],
       };
     };
@@ -436,7 +436,7 @@ export class Model {
     }
     if (typeof v === 'string') {
       if (!v.length) throw new RangeError(`${name} is empty`);
-      return { tokens: Array.from(h.encodePrompt(v)) };
+      return { tokens: idArray(h.encodePrompt(v)) };
     }
     return { tokens: check.tokenIds(v, name, vocab) };
   }
@@ -524,7 +524,7 @@ export class Model {
         heads: headScores(r.heads, r.kind),
         kind: r.kind,
         length: r.length,
-        sequences: r.sequences.map((q) => Array.from(q)),
+        sequences: r.sequences.map((q) => idArray(q)),
         loss: r.lossFirst === null ? null : { firstCopy: r.lossFirst, secondCopy: r.lossSecond },
       };
     });
@@ -778,7 +778,7 @@ export class Model {
 // A generation step's predictions: [{ id, piece, prob, logit }], most likely first (labels: the
 // decoder's PieceLabels).
 function topOfStep(t, labels) {
-  const ids = Array.from(t.ids);
+  const ids = idArray(t.ids);
   const pieces = labels.of(ids);
   return ids.map((id, j) => ({ id, piece: pieces[j], prob: t.probs[j], logit: t.logits[j] }));
 }
