@@ -123,9 +123,17 @@ describe('abort during a long prefill', () => {
       const full = await model.generate(prompt, { maxNewTokens: 2, temperature: 0 });
       const c = new AbortController();
       const stream = model.stream(prompt, { signal: c.signal, maxNewTokens: 5 });
+      // A forward pass of ~0.3 s is queued ahead of the stream in the worker, so abort() sets the
+      // flag before the prefill starts, and the engine reads it at its first layer: not even one
+      // chunk completes. (Without it, this thread raced the worker: on a loaded machine it could be
+      // descheduled between posting the stream and storing the flag for longer than a 64-token
+      // chunk takes, ~4 ms, and one chunk completed.) The abort message itself arrives only after
+      // the pass: nothing but the flag can stop it at 0.
+      const busy = model.forward(prompt, { attentions: true });
       const it = stream[Symbol.asyncIterator]();
       const next = it.next();
-      c.abort();  // the worker sees the flag at its first layer: not even one chunk completes
+      c.abort();
+      await busy;
       assert.equal((await next).done, true);
       assert.equal(stream.result.finishReason, 'aborted');
       assert.equal(stream.result.timings.prefilledTokens, 0);
