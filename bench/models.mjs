@@ -31,7 +31,7 @@
 // Checkpoints: the peers' own (their GGUF files are converted from them) when the peers are there, else
 // made once in $ATTNLENS_BENCH_CACHE (default ~/.cache/attnlens-bench), never in the repo.
 // Build dirs: $ATTNLENS_BUILD_NATIVE / _WASM / _WASM_MT (tools/build.mjs), default build-native / build-wasm / build-wasm-mt.
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
 import { cpus, homedir, loadavg } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -139,6 +139,8 @@ export function checkpoint(shape, peers) {
   const tmp = path + '.tmp';
   const mk = join(shared, 'anchors', 'mkrand_unique.py');
   log(`[bench] making ${path} (once)`);
+  if (existsSync(mk) && spawnSync('/usr/bin/python3', ['-c', 'import numpy'], { stdio: 'ignore' }).status !== 0)
+    throw new Error(`${mk} needs numpy for /usr/bin/python3: run node tools/setup.mjs --for bench (apt python3-numpy)`);
   if (existsSync(mk)) execFileSync('/usr/bin/python3', [mk, tmp, ...SHAPES[shape].map(String)], { stdio: 'inherit' });
   else writeRandomCheckpoint(tmp, SHAPES[shape]);
   renameSync(tmp, path);

