@@ -29,7 +29,7 @@
 //   node bench/interp.mjs [--quick] [--no-build] [--platforms native,wasm] [--baseline REF] [--compare DIR [--repeat N]]
 //                         [--hooks-out [--repeat N]] [--instructions]
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -188,11 +188,30 @@ function instructions(args, bin, out) {
   console.log(table(['model', 'hooks compiled out, M', 'this tree, hooks off, M', 'hooks off ÷ compiled out (≤ 2%)', 'top-10 per step, M', 'top-10 ÷ off (≤ +5%)'], rows));
 }
 
+// valgrind 3.19 cannot decode AVX-512: on a CPU that has it, the instruction counts come from a build
+// for x86-64-v3 (AVX2), in build-native-x86-64-v3/ (tools/build.mjs).
+async function valgrindBinaries(args) {
+  const cpu = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : '';
+  if (!/^flags\s*:.*\bavx512f\b/m.test(cpu)) {
+    const { bin } = await binaries(args);
+    return [bin, await hooksOutBinaries(args)];
+  }
+  const { buildDirs, buildNative } = await import(pathToFileURL(join(root, 'tools', 'build.mjs')).href);
+  const arch = 'x86-64-v3';
+  const dir = `${buildDirs.native}-${arch}`;
+  log(`[bench] this CPU has AVX-512, which valgrind cannot run: counting a build for ${arch} (${dir})`);
+  const bin = { native: join(dir, 'bench_interp') }, out = { native: join(dir, 'bench_interp_hooks_out') };
+  if (args.build || !existsSync(bin.native) || !existsSync(out.native)) buildNative(['bench_interp', 'bench_interp_hooks_out'], { arch });
+  return [bin, out];
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  if (args.instructions) args.platforms = ['native'];
+  if (args.instructions) {
+    args.platforms = ['native'];
+    return instructions(args, ...(await valgrindBinaries(args)));
+  }
   const { bin } = await binaries(args);
-  if (args.instructions) return instructions(args, bin, await hooksOutBinaries(args));
   if (args.hooksOut) return hooksOut(args, bin, await hooksOutBinaries(args));
   const rows = [];
   const builds = [{ name: 'this tree', bin }];

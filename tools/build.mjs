@@ -24,9 +24,11 @@ function run(cmd, args) {
   execFileSync(cmd, args, { cwd: root, stdio: 'inherit' });
 }
 
-export function buildNative(targets = []) {
-  const dir = buildDirs.native;
-  if (!existsSync(join(dir, 'CMakeCache.txt'))) run('cmake', ['-S', root, '-B', dir, '-DCMAKE_BUILD_TYPE=Release']);
+// With { arch } (a -march= value other than native) in its own folder, build-native-ARCH/.
+export function buildNative(targets = [], { arch = null } = {}) {
+  const dir = arch ? `${buildDirs.native}-${arch}` : buildDirs.native;
+  if (!existsSync(join(dir, 'CMakeCache.txt')))
+    run('cmake', ['-S', root, '-B', dir, '-DCMAKE_BUILD_TYPE=Release', ...(arch ? [`-DATTNLENS_NATIVE_ARCH=${arch}`] : [])]);
   run('cmake', ['--build', dir, '-j', jobs, ...targets.flatMap((t) => ['--target', t])]);
 }
 
