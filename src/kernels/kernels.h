@@ -37,25 +37,12 @@ void matvec(const float* x, const float* w, const float* bias, float* y, int k, 
 // size as the error of q8_0 weights. n == 1 is decode; n > 1 (prefill) reuses each block of W for
 // all rows of x while it is in cache. Any row range of W is a valid W (a view of whole rows).
 void matmul_q(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int n, int k, int m) noexcept;
-// Decode (n == 1) split over row blocks of W: matmul_q's first step, quantizing x, done once and
-// shared by every block (nn::linear's tasks) instead of once per block. quantize_x writes x[k]
-// in the form weights of type t read into buf (quantized_x_bytes(t, k) bytes, 16-byte aligned);
-// q is null when there is nothing to share (t is not a block type, or a build without SIMD), and
-// matvec_q then is matmul_q on x. matvec_q(q, W rows, …) gives matmul_q's bits for those rows.
-struct QuantizedX {
-  DType t = DType::F32;
-  int k = 0;
-  const float* x = nullptr;
-  const void* q = nullptr;
-};
-size_t quantized_x_bytes(DType t, int k) noexcept;
-QuantizedX quantize_x(DType t, const float* x, int k, void* buf) noexcept;
-void matvec_q(const QuantizedX& x, const uint8_t* w, const float* bias, float* y, int m) noexcept;
-// Prefill (n > 1) split over row blocks of W: matmul_q's first step, quantizing the n rows of x, done
-// once (quantize_rows into quantized_rows_bytes(t, n, k) bytes, 16-byte aligned; rows i.. start
-// i · quantized_rows_bytes(t, 1, k) bytes in) and shared by every block, instead of once per block.
-// quantized_rows_bytes is 0 when there is nothing to share (then matmul_q_rows is matmul_q on x).
-// matmul_q_rows(t, x, xq, W rows, …) gives matmul_q's bits for those rows.
+// matmul_q split over row blocks of W (nn::linear's tasks): its first step, quantizing the n rows of
+// x (n == 1 in decode), done once (quantize_rows into quantized_rows_bytes(t, n, k) bytes, 16-byte
+// aligned; rows i.. start i · quantized_rows_bytes(t, 1, k) bytes in) and shared by every block,
+// instead of once per block. quantized_rows_bytes is 0 when there is nothing to share (t is not a
+// block type, or a build without SIMD); then matmul_q_rows is matmul_q on x. matmul_q_rows(t, x, xq,
+// W rows, …) gives matmul_q's bits for those rows.
 size_t quantized_rows_bytes(DType t, int n, int k) noexcept;
 void quantize_rows(DType t, const float* x, int n, int k, void* buf) noexcept;
 void matmul_q_rows(DType t, const float* x, const void* xq, const uint8_t* w, const float* bias, float* y, int n, int k,
@@ -150,6 +137,10 @@ int simd_width() noexcept;  // floats per vector register
 // no kernel runs on any thread — between passes, as the bindings do when a model is freed.
 size_t scratch_bytes() noexcept;
 void release_scratch() noexcept;
+// One of those buffers for a caller outside the kernels (nn::linear's decode: the rows quantize_rows
+// writes, read by every task): the calling thread's, at least `bytes` long, 64-byte aligned, valid
+// until this thread asks for it again or release_scratch() runs; nullptr if it cannot be allocated.
+void* shared_scratch(size_t bytes) noexcept;
 
 // ---- scalar references: the same contracts, written as plainly as possible ------------------
 namespace ref {

@@ -602,39 +602,6 @@ void matmul_q(DType t, const float* x, const uint8_t* w, const float* bias, floa
   ref::matmul_q(t, x, w, bias, y, n, k, m);
 }
 
-size_t quantized_x_bytes([[maybe_unused]] DType t, [[maybe_unused]] int k) noexcept {
-#if ATTNLENS_QUANT_SIMD
-  const Dots dots = dots_of(t, k);
-  if (dots.ok()) return act_stride(k, dots.nb);
-#endif
-  return 0;
-}
-
-QuantizedX quantize_x(DType t, const float* x, int k, [[maybe_unused]] void* buf) noexcept {
-  QuantizedX q{t, k, x, nullptr};
-#if ATTNLENS_QUANT_SIMD
-  const Dots dots = dots_of(t, k);
-  if (buf && dots.ok()) {
-    quantize_act_row(t, x, k, dots.nb, buf);
-    q.q = buf;
-  }
-#endif
-  return q;
-}
-
-void matvec_q(const QuantizedX& x, const uint8_t* w, const float* bias, float* y, int m) noexcept {
-#if ATTNLENS_QUANT_SIMD
-  if (x.q) {  // matmul_q_simd's n == 1 walk on the shared row
-    const Dots dots = dots_of(x.t, x.k);
-    walk_rows(dots, w, qb::row_bytes(x.t, x.k), act_row(x.q, x.k, dots.nb), m, y);
-    if (bias)
-      for (int j = 0; j < m; ++j) y[j] += bias[j];
-    return;
-  }
-#endif
-  matmul_q(x.t, x.x, w, bias, y, 1, x.k, m);
-}
-
 size_t quantized_rows_bytes(DType t, int n, int k) noexcept {
 #if ATTNLENS_QUANT_SIMD
   const Dots dots = dots_of(t, k);

@@ -60,6 +60,8 @@ void* scratch::get(Slot slot, size_t bytes) noexcept {
   return b.p[slot];
 }
 
+void* shared_scratch(size_t bytes) noexcept { return scratch::get(scratch::kShared, bytes); }
+
 void release_scratch() noexcept {
   std::lock_guard<std::mutex> lock(registry_mutex());
   for (Buffers* b = g_head; b; b = b->next) b->free_all();

@@ -8,7 +8,7 @@
 
 namespace attnlens::kernels::scratch {
 
-enum Slot { kPanel = 0, kPackedX = 1, kActivations = 2, kWidened = 3, kSlots = 4 };
+enum Slot { kPanel = 0, kPackedX = 1, kActivations = 2, kWidened = 3, kShared = 4, kSlots = 5 };  // kShared: shared_scratch()
 
 // This thread's buffer `slot`, at least `bytes` long; valid until this thread asks for a larger one
 // or release_scratch() runs.

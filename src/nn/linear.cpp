@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "core/error.h"
@@ -50,37 +51,39 @@ namespace {
 // parallel region, so the threads meet once for Q, K and V (or gate and up) instead of once per matrix.
 // One task computes the same rows the same way as linear() alone would: the bits do not change.
 // For block-quantized weights x is quantized once before the region (per weight type among the
-// parts), not again in every task (kernels::quantize_x: the same values matmul_q would make).
-// Quantized activations live in vectors of 16-byte units: the kernels' loads are aligned.
-struct alignas(16) Unit {
-  unsigned char b[16];
-};
-
+// parts), not again in every task (kernels::quantize_rows with n = 1: the values matmul_q makes).
 struct DecodePart {
   const Linear* layer;
   float* y;
   RowSplit split;
   int first_task;
-  kernels::QuantizedX xq;
+  const void* xq;  // x quantized for the layer's weight type, or null (not a block type)
 };
 
 void decode_parts(DecodePart* parts, int count, int tasks, const float* x) {
-  // The calling thread's space for the quantized rows; the tasks only read it. It keeps its largest
-  // size (a few KiB per row of x).
-  thread_local std::vector<Unit> space;
+  // The quantized rows live in the calling thread's shared scratch (kernels.h shared_scratch: a few
+  // KiB per row of x, kept between tokens, given back by kernels::release_scratch()); 16-byte
+  // aligned offsets for the kernels' aligned loads.
   size_t offset[4] = {}, total = 0;
   for (int p = 0; p < count; ++p) {
     const Matrix& w = parts[p].layer->w;
     offset[p] = total;
-    if (dtype_is_block(w.dtype)) total += (kernels::quantized_x_bytes(w.dtype, w.cols) + 15) / 16;
+    total += (kernels::quantized_rows_bytes(w.dtype, 1, w.cols) + 15) / 16 * 16;
   }
-  if (space.size() < total) space.resize(total);
+  auto* space = static_cast<unsigned char*>(total ? kernels::shared_scratch(total) : nullptr);
+  if (total && !space) throw std::bad_alloc();
   for (int p = 0; p < count; ++p) {
     const Matrix& w = parts[p].layer->w;
-    if (!dtype_is_block(w.dtype)) continue;
+    parts[p].xq = nullptr;
+    if (!kernels::quantized_rows_bytes(w.dtype, 1, w.cols)) continue;
     int same = 0;  // an earlier part of the same type shares its row
     while (same < p && parts[same].layer->w.dtype != w.dtype) ++same;
-    parts[p].xq = same < p ? parts[same].xq : kernels::quantize_x(w.dtype, x, w.cols, space.data() + offset[p]);
+    if (same < p) {
+      parts[p].xq = parts[same].xq;
+    } else {
+      kernels::quantize_rows(w.dtype, x, 1, w.cols, space + offset[p]);
+      parts[p].xq = space + offset[p];
+    }
   }
   parallel::for_each(tasks, [&](int t) noexcept {
     int p = count - 1;
@@ -88,12 +91,18 @@ void decode_parts(DecodePart* parts, int count, int tasks, const float* x) {
     const DecodePart& part = parts[p];
     const int first = (t - part.first_task) * part.split.rows, out = part.layer->out();
     const int rows = std::min(part.split.rows, out - first);
-    if (part.xq.k == 0) return linear_rows(*part.layer, first, rows, x, 1, part.y + first);
+    if (!part.xq) return linear_rows(*part.layer, first, rows, x, 1, part.y + first);
     const Linear& l = *part.layer;
-    kernels::matvec_q(part.xq, static_cast<const uint8_t*>(row_block(l.w, first, rows).data), l.b ? l.b + first : nullptr,
-                      part.y + first, rows);
+    const Matrix w = row_block(l.w, first, rows);
+    kernels::matmul_q_rows(w.dtype, x, part.xq, static_cast<const uint8_t*>(w.data), l.b ? l.b + first : nullptr,
+                           part.y + first, 1, w.cols, rows);
   });
 }
+
+// Prefill's quantized rows live in vectors of 16-byte units: the kernels' loads are aligned.
+struct alignas(16) Unit {
+  unsigned char b[16];
+};
 
 }  // namespace
 
@@ -102,7 +111,7 @@ void linear(const Linear& l, const float* x, int n, float* y) {
   const RowSplit split = row_split(out, n);
   if (split.tasks <= 1) return linear_rows(l, 0, out, x, n, y);
   if (n == 1) {
-    DecodePart part{&l, y, split, 0, {}};
+    DecodePart part{&l, y, split, 0, nullptr};
     return decode_parts(&part, 1, split.tasks, x);
   }
   // The kernels write rows of `count` outputs. Each task owns one block of W's rows and passes every
@@ -148,7 +157,7 @@ void linears(std::initializer_list<LinearOutput> outputs, const float* x, int n)
   DecodePart parts[4];
   int count = 0, tasks = 0;
   for (const LinearOutput& o : outputs) {
-    parts[count] = DecodePart{o.layer, o.y, row_split(o.layer->out(), 1), tasks, {}};
+    parts[count] = DecodePart{o.layer, o.y, row_split(o.layer->out(), 1), tasks, nullptr};
     tasks += parts[count].split.tasks;
     ++count;
   }

@@ -122,6 +122,30 @@ TEST_CASE("release_scratch gives back the packing buffers of every thread, and t
   kernels::release_scratch();
 }
 
+TEST_CASE("release_scratch also gives back decode's quantized row of x (block-quantized weights)", "[nn][threads]") {
+  parallel::reserve(4);
+  const int out = 768, in = 512;
+  const std::vector<float> w = randn(size_t(out) * in, 7u, 1.f / std::sqrt(float(in)));
+  const std::vector<float> x = randn(in, 8u);
+  for (DType t : {DType::Q8_0, DType::Q4_K}) {
+    INFO(dtype_name(t));
+    std::vector<uint8_t> wq(dtype_bytes(t, size_t(out) * in));
+    for (int r = 0; r < out; ++r) kernels::quantize_row(t, w.data() + size_t(r) * in, wq.data() + dtype_bytes(t, size_t(r) * in), in);
+    const Linear l{Matrix{t, out, in, wq.data()}, nullptr};
+    std::vector<float> whole(out);
+    kernels::matmul_q(t, x.data(), wq.data(), nullptr, whole.data(), 1, in, out);
+    kernels::release_scratch();
+    REQUIRE(kernels::scratch_bytes() == 0);
+    const std::vector<float> before = run(l, x, 1, 4);
+    CHECK(same_bits(before, whole));  // the tasks' rows of the shared quantized x: matmul_q's bits
+    if (kernels::quantized_rows_bytes(t, 1, in) > 0) CHECK(kernels::scratch_bytes() >= kernels::quantized_rows_bytes(t, 1, in));
+    kernels::release_scratch();
+    CHECK(kernels::scratch_bytes() == 0);
+    CHECK(same_bits(before, run(l, x, 1, 4)));
+    kernels::release_scratch();
+  }
+}
+
 TEST_CASE("linears: several layers in one region give the bits of separate linear() calls", "[nn][threads]") {
   parallel::reserve(4);
   const int in = 288;
