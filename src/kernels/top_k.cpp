@@ -141,12 +141,55 @@ void select_top_k(const float* x, int n, int k, int* idx, float bound, float mx,
   if (sum) *sum = s + simd::sum(s0);
 }
 
+// The selection when a bound is known (kth_lower_bound's, finite): at least k entries reach it and
+// none below it can be among the k largest, so the k best are those of the entries ≥ bound. Their
+// indices are collected in index order in one vector pass (which also sums the exponentials, the
+// row's first entries included), then the k best of them sorted: no heap kept up while the row
+// streams by (it cost more than the pass on short rows). False, with nothing written, when more
+// than kMaxCandidates entries reach the bound (rows with many equal values): select_top_k does those.
+constexpr int kMaxCandidates = 256;
+
+bool select_candidates(const float* x, int n, int k, int* idx, float bound, float mx, float* sum) {
+  int cand[kMaxCandidates];
+  int count = 0;
+  const Vec vb(bound), vmx(mx);
+  Vec s0(0.f);
+  float s = 0.f;
+  alignas(64) float above[W];
+  int i = 0;
+  for (; i + W <= n; i += W) {
+    const Vec v = load(x + i);
+    if (sum) s0 += exp_nonpositive(v - vmx);
+    const auto reach = v >= vb;
+    if (!xsimd::any(reach)) continue;
+    xsimd::select(reach, Vec(1.f), Vec(0.f)).store_aligned(above);  // only those lanes
+    for (int r = 0; r < W; ++r) {
+      if (above[r] == 0.f) continue;
+      if (count == kMaxCandidates) return false;
+      cand[count++] = i + r;
+    }
+  }
+  for (; i < n; ++i) {
+    if (sum) s += std::exp(x[i] - mx);
+    if (!(x[i] >= bound)) continue;
+    if (count == kMaxCandidates) return false;
+    cand[count++] = i;
+  }
+  if (count < k) return false;  // (not for a bound of kth_lower_bound's)
+  std::partial_sort(cand, cand + k, cand + count, [x](int a, int b) { return ranks_before(x, a, b); });
+  std::copy(cand, cand + k, idx);
+  if (sum) *sum = s + simd::sum(s0);
+  return true;
+}
+
 }  // namespace
 
 void top_k(const float* x, int n, int k, int* idx) noexcept {
   if (k <= 0 || n <= 0) return;
   if (k > n) k = n;
-  select_top_k(x, n, k, idx, kth_lower_bound(x, n, k), 0.f, nullptr);
+  const float bound = kth_lower_bound(x, n, k);
+  if (bound != -std::numeric_limits<float>::infinity() && select_candidates(x, n, k, idx, bound, 0.f, nullptr)) return;
+  select_top_k(x, n, k, idx, bound, 0.f, nullptr);
 }
 
 float top_k_log_sum_exp(const float* x, int n, int k, int* idx) noexcept {
@@ -160,7 +203,7 @@ float top_k_log_sum_exp(const float* x, int n, int k, int* idx) noexcept {
     return k > 0 ? log_sum_exp(x, n, x[idx[0]]) : log_sum_exp(x, n);
   }
   float s = 0.f;
-  select_top_k(x, n, k, idx, bound, mx, &s);
+  if (!select_candidates(x, n, k, idx, bound, mx, &s)) select_top_k(x, n, k, idx, bound, mx, &s);
   return mx + std::log(s);
 }
 

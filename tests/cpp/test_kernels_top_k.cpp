@@ -58,6 +58,23 @@ TEST_CASE("top_k: ascending rows (every entry enters), ties go to the lower inde
   CHECK(run(k::ref::top_k, ties, 4) == std::vector<int>{50, 0, 1, 2});
 }
 
+TEST_CASE("top_k: rows where more entries reach the bound than the candidate list holds", "[kernels][top_k]") {
+  // A third of the row ties for first, and every one of those reaches the bound: 99 candidates for
+  // n = 300 (the list), more than the list's 256 for 1000 and 4099 (then the heap selection); ties
+  // still go to the lower index.
+  for (int n : {300, 1000, 4099}) {
+    std::vector<float> x = randn(size_t(n), uint32_t(n), 0.1f);
+    for (int i = 3; i < n; i += 3) x[size_t(i)] = 5.f;  // a third of the row ties for first
+    INFO("n = " << n);
+    CHECK(run(k::top_k, x, 10) == sorted_top(x, 10));
+    std::vector<int> idx(10, -1);
+    double m = 5.0, sum = 0;
+    for (float v : x) sum += std::exp(double(v) - m);
+    CHECK(std::fabs(k::top_k_log_sum_exp(x.data(), n, 10, idx.data()) - (m + std::log(sum))) <= 1e-5 * (m + std::log(sum)));
+    CHECK(idx == sorted_top(x, 10));
+  }
+}
+
 TEST_CASE("top_k: NaN is never chosen over a number; infinities rank by value", "[kernels][top_k]") {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   std::vector<float> x = {nan, 1.f, nan, -inf, 3.f, inf, 2.f, nan, 0.f};
