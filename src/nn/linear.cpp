@@ -57,32 +57,29 @@ struct DecodePart {
   float* y;
   RowSplit split;
   int first_task;
-  const void* xq;  // x quantized for the layer's weight type, or null (not a block type)
+  const void* xq;  // x quantized for the layer's weight type; null (as callers pass it) for other types
 };
 
 void decode_parts(DecodePart* parts, int count, int tasks, const float* x) {
   // The quantized rows live in the calling thread's shared scratch (kernels.h shared_scratch: a few
   // KiB per row of x, kept between tokens, given back by kernels::release_scratch()); 16-byte
   // aligned offsets for the kernels' aligned loads.
-  size_t offset[4] = {}, total = 0;
+  size_t offset[4] = {}, bytes[4] = {}, total = 0;
   for (int p = 0; p < count; ++p) {
     const Matrix& w = parts[p].layer->w;
     offset[p] = total;
-    total += (kernels::quantized_rows_bytes(w.dtype, 1, w.cols) + 15) / 16 * 16;
+    if (dtype_is_block(w.dtype)) bytes[p] = kernels::quantized_rows_bytes(w.dtype, 1, w.cols);
+    total += (bytes[p] + 15) / 16 * 16;
   }
-  auto* space = static_cast<unsigned char*>(total ? kernels::shared_scratch(total) : nullptr);
-  if (total && !space) throw std::bad_alloc();
-  for (int p = 0; p < count; ++p) {
-    const Matrix& w = parts[p].layer->w;
-    parts[p].xq = nullptr;
-    if (!kernels::quantized_rows_bytes(w.dtype, 1, w.cols)) continue;
-    int same = 0;  // an earlier part of the same type shares its row
-    while (same < p && parts[same].layer->w.dtype != w.dtype) ++same;
-    if (same < p) {
-      parts[p].xq = parts[same].xq;
-    } else {
-      kernels::quantize_rows(w.dtype, x, 1, w.cols, space + offset[p]);
-      parts[p].xq = space + offset[p];
+  if (total) {  // (f32, f16 and bf16 weights have nothing to share)
+    auto* space = static_cast<unsigned char*>(kernels::shared_scratch(total));
+    if (!space) throw std::bad_alloc();
+    for (int p = 0; p < count; ++p) {
+      if (!bytes[p]) continue;
+      int same = 0;  // an earlier part of the same type shares its row
+      while (same < p && parts[same].layer->w.dtype != parts[p].layer->w.dtype) ++same;
+      if (same == p) kernels::quantize_rows(parts[p].layer->w.dtype, x, 1, parts[p].layer->w.cols, space + offset[p]);
+      parts[p].xq = same < p ? parts[same].xq : space + offset[p];
     }
   }
   parallel::for_each(tasks, [&](int t) noexcept {
