@@ -108,6 +108,53 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
     await screenshot(page, 'demo-1280-tokens.png', { fullPage: true });
   });
 
+  test('while tokens stream in, the rows of the token view on screen show the newest query\'s weights', async () => {
+    await page.click('#tab-tokens');
+    await page.fill('#max-tokens', '240');  // within the 256-token context: several redraws, most rows off screen
+    await page.fill('#seed', '1');
+    // Checked in the page at every frame of the run, before the demo's own frame callbacks: the key
+    // chips in the scroller's viewport carry the weights of the row the view last drew (its query,
+    // layer and head, from the attention store). Rows off screen may lag until the run ends.
+    const seen = await page.evaluate(() => new Promise((resolve, reject) => {
+      const { state } = window.attnlens;
+      const body = document.querySelector('#view-tokens .lines-body');
+      const scroller = document.querySelector('#view-tokens .lines-scroll');
+      let checked = 0, sawRunning = false;
+      setTimeout(() => reject(new Error(`the run did not ${sawRunning ? 'end' : 'start'} within 60 s (status ${state.run?.status})`)), 60_000);
+      const check = () => {
+        try {
+          look();
+        } catch (e) {
+          reject(e);
+        }
+      };
+      const look = () => {
+        const run = state.run;
+        if (sawRunning && run.status !== 'running') return resolve({ checked, status: run.status });
+        if (run.status === 'running') sawRunning = true;
+        // (once the view has drawn this run: its chips are this run's tokens)
+        if (sawRunning && body.dataset.query && window.attnlens.views.tokens.keys.ids === run.target.ids) {
+          const q = Number(body.dataset.query);
+          const row = run.store.row(body.dataset.kind, Number(body.dataset.layer), Number(body.dataset.head), q);
+          const view = scroller.getBoundingClientRect();
+          for (const chip of document.querySelectorAll('#view-tokens .col-k li')) {
+            const r = chip.getBoundingClientRect();
+            if (r.bottom <= view.top || r.top >= view.bottom) continue;  // off screen
+            const k = Number(chip.dataset.i);
+            const want = k > q ? '0' : String(row[k]);
+            if (chip.dataset.weight !== want) return reject(new Error(`key ${k} on screen shows ${chip.dataset.weight}, the drawn query ${q} gives it ${want}`));
+            checked++;
+          }
+        }
+        requestAnimationFrame(check);
+      };
+      requestAnimationFrame(check);
+      document.querySelector('#generate').click();
+    }));
+    assert.equal(seen.status, 'done');
+    assert.ok(seen.checked > 0, 'rows on screen were checked while the run streamed');
+  });
+
   test('hovering a token shows the attention the engine computes for it (layers, heads, average)', async (t) => {
     await page.click('#tab-tokens');
     // an independent forward pass over all tokens, on the page's main thread (not the worker)

@@ -7,10 +7,13 @@
 // - invalidateSoon(view): new data while tokens stream in. These redraws go in cycles: a cycle draws
 //   the views that asked, one view per frame (each view's redraw — its DOM changes, then the
 //   browser's style, layout and paint of them — is a main-thread task of its own, so no task grows
-//   with the number of views on screen), and the next cycle starts no sooner than 16 × what the
-//   last one cost after the last one started (at least 66 ms, at most 250 ms): drawing takes about
-//   a sixteenth of the main thread, and so little of the cores the engine's threads share with it
-//   (bench/browser.mjs --only stream), while the views still update 4–15 times a second.
+//   with the number of views on screen), and the next cycle starts no sooner than 32 × what the
+//   last one cost after the last one started (at least 125 ms, at most 250 ms): drawing takes about
+//   a thirty-second of the main thread, and so little of the cores the engine's threads share with
+//   it, while the views still update 4–8 times a second. (The browser's raster and compositing of a
+//   redraw cost the engine more than the main thread's part that is measured here: on 2 cores, a
+//   cycle every ≥ 66 ms and 16 × cost left the page at 75–84% of Node's rate, every ≥ 125 ms and
+//   32 × cost at 91–99%; bench/browser.mjs --only stream, bench/README.md.)
 
 const dirty = new Set();     // render in the next frame
 let cycle = new Set();       // streamed redraws of the running cycle, one per frame
@@ -24,9 +27,9 @@ let cycleStart = 0;
 let cycleCost = 0;           // ms: the cycle's frames, from their start to the task after them
 let nextCycleAt = 0;
 
-const MIN_INTERVAL_MS = 66;
+const MIN_INTERVAL_MS = 125;
 const MAX_INTERVAL_MS = 250;
-const COST_SHARE = 16;       // a cycle every ≥ 16 × its cost
+const COST_SHARE = 32;       // a cycle every ≥ 32 × its cost
 
 function render(v) {
   try {

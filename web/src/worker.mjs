@@ -104,10 +104,14 @@ const handlers = {
     requests.set(id, request);
     // Steps made faster than a frame travel together: one message (and one task on the receiving
     // thread) per BATCH_MS instead of one per token. The first step, and any step after a pause of
-    // BATCH_MS or more, goes at once; the last one flushes the batch.
+    // BATCH_MS or more, goes at once; the last one flushes the batch. A batch also goes once it holds
+    // half the window: the consumer's pull for it can then come back while this thread makes the
+    // other half, instead of this thread stopping at every window's end for a round trip (kjv-gpt2 in
+    // a Node worker: 5-8% more tokens per second).
     let batch = [];
     let transfer = [];
     let sentAt = -Infinity;
+    const half = Math.max(1, Math.floor(window / 2));
     const flush = () => {
       if (!batch.length) return;
       post({ id, type: 'steps', value: batch }, transfer);
@@ -123,7 +127,7 @@ const handlers = {
         batch.push(plain(step));
         for (const b of buffersOf(step)) transfer.push(b);
         request.credit--;
-        if (request.credit <= 0 || step.result || performance.now() - sentAt >= BATCH_MS) flush();
+        if (request.credit <= 0 || batch.length >= half || step.result || performance.now() - sentAt >= BATCH_MS) flush();
         // Flow control: stay at most `window` steps ahead of the consumer.
         while (request.credit <= 0 && !controller.signal.aborted) await new Promise((r) => { request.wake = r; });
       }

@@ -16,6 +16,7 @@ export class ChipList {
     this.className = className;
     this.chips = [];
     this.ids = null;
+    this.query = null;
   }
 
   /** Makes the chips match `tokens` ({ids, pieces, origin?}), appending when only new ones came. */
@@ -26,6 +27,7 @@ export class ChipList {
       this.root.replaceChildren();
       this.chips = [];
       this.ids = tokens.ids;
+      this.query = null;  // the chip marked as the focused query (paint)
     }
     for (let i = this.chips.length; i < n; i++) {
       const piece = tokens.pieces[i] ?? '';
@@ -43,15 +45,26 @@ export class ChipList {
     }
   }
 
-  /** Colours every chip by its weight (null: no weights shown) and marks the focused query. */
-  paint(focus, scale, queryIndex) {
-    for (let i = 0; i < this.chips.length; i++) {
-      const chip = this.chips[i];
-      const isQuery = queryIndex === i;
-      if (chip.classList.contains('is-query') !== isQuery) {
+  /**
+   * Colours the chips by their weight (null: no weights shown) and marks the focused query. rows
+   * ({ from, to }, chip indices, `to` excluded): only those chips get their weights; the others keep
+   * what they showed (a view streaming tokens repaints the rows on screen, and every row once done).
+   */
+  paint(focus, scale, queryIndex, rows = null) {
+    if (this.query !== queryIndex) {
+      for (const i of [this.query, queryIndex]) {
+        const chip = this.chips[i];
+        if (!chip) continue;
+        const isQuery = queryIndex === i;
         chip.classList.toggle('is-query', isQuery);
         chip.setAttribute('aria-selected', String(isQuery));
       }
+      this.query = this.chips[queryIndex] ? queryIndex : null;  // a chip still to come is marked when it is
+    }
+    const from = rows ? Math.max(0, rows.from) : 0;
+    const to = rows ? Math.min(this.chips.length, rows.to) : this.chips.length;
+    for (let i = from; i < to; i++) {
+      const chip = this.chips[i];
       if (!focus || focus.missing || i >= focus.weights.length) {
         paintChip(chip, null, scale, this.weightLabel);
         continue;

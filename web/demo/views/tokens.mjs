@@ -88,13 +88,16 @@ export class TokensView {
       return;
     }
     this.body.hidden = this.head.hidden = false;
+    // While tokens stream in, only the rows on screen get their weights: the focused query is the
+    // newest token, so every redraw would otherwise restyle every row (bench/README.md, streaming).
+    const rows = run.status === 'running' ? this.#rowsOnScreen() : null;
     const ax = s.axes(AXES);
     this.queries.sync(ax.queries);
     this.keys.sync(ax.keys);
     const q = focusQuery(s);
     const focus = q === null ? null : focusWeights(s, q, ax.keys.ids.length);
-    this.queries.paint(null, s.scale, q);
-    this.keys.paint(focus, s.scale, null);
+    this.queries.paint(null, s.scale, q, rows);
+    this.keys.paint(focus, s.scale, null, rows);
     this.body.dataset.query = q === null ? '' : String(q);
     this.body.dataset.kind = s.kind;
     this.body.dataset.layer = String(s.layer);
@@ -103,6 +106,19 @@ export class TokensView {
     setText(this.caption, 'Lines from the query token to every key it attends to; opacity and width ∝ weight.');
     this.accent = cssVar('--accent');
     this.#lines(focus);
+  }
+
+  // The rows in the scroller's viewport and a viewport's height on either side (the scroll handler
+  // redraws as it moves), from the layout of the last frame: read before this frame's changes, so
+  // the browser lays out once. null before two rows exist (all rows).
+  #rowsOnScreen() {
+    const chips = this.queries.chips;
+    if (chips.length < 2) return null;
+    const pitch = chips[1].offsetTop - chips[0].offsetTop;
+    if (!(pitch > 0)) return null;
+    const view = Math.ceil(this.scroller.clientHeight / pitch);
+    const first = Math.floor((this.scroller.scrollTop - chips[0].offsetTop) / pitch);
+    return { from: first - view, to: first + 2 * view + 1 };
   }
 
   // The lines canvas covers only the visible part of the scrolling columns (it is sticky in the
