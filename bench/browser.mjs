@@ -15,7 +15,8 @@
 // first, and the clock starts only then: loadModel(buffer) → first streamed token (issue 14 item 5:
 // < 1.5 s). Then streaming in the demo page beside stream() in Node (issue 15: the page's rate should be
 // ≥ 90% of Node's on the same machine): the page (web/demo, engine in its Web Worker, attention
-// capture and top-5 predictions on, every row drawn) generates N tokens; its rate is taken as the
+// capture and top-5 predictions on, every row drawn; framed in a page of the bench in Chromium
+// without DevTools, driven through its own controls) generates N tokens; its rate is taken as the
 // tokens arrive in the page; Node runs model.stream() with the same options in this process, in
 // the calling thread, before and after the page (the mean of both runs is the reference); both engines'
 // own decode rates are printed too (result.timings), and the page's rate against its engine's. Models:
@@ -32,20 +33,24 @@ import { findPeers, peersDir } from './peers.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
 const cacheDir = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.cache', 'attnlens-bench');
-const { CHROMIUM, CHROMIUM_ARGS, browserUnavailable, launchBrowser, startServer } = await import('../tests/e2e/helpers.mjs');
+const { CHROMIUM, CHROMIUM_ARGS, STRICT_CSP, browserUnavailable, launchBrowser, startServer } = await import('../tests/e2e/helpers.mjs');
 const { staticHandler } = await import('../tools/serve.mjs');
 
 // The repository as tools/serve.mjs serves it, and files from outside it (the bench cache, the
 // peers' models) under /bench-cache/NAME, from the same origin (the page is cross-origin isolated).
 // page.route() handed a 97 MB file to Chromium through the DevTools protocol, which closed the page.
+// The demo's CSP says frame-ancestors 'none'; here it is 'self', so that the streaming rows can frame
+// it in a page of the bench (demoStreams). Nothing else of the policy changes.
 async function startBenchServer(files = {}) {
-  const server = await startServer({ port: 0 });
+  const csp = STRICT_CSP.replace("frame-ancestors 'none'", "frame-ancestors 'self'");
+  if (csp === STRICT_CSP) throw new Error("tools/serve.mjs's CSP has no frame-ancestors 'none' to relax for the bench");
+  const server = await startServer({ port: 0, headers: { 'Content-Security-Policy': csp } });
   const repo = server.server.listeners('request')[0];
   const outside = new Map(Object.entries(files).map(([name, path]) => [name, staticHandler({ root: dirname(path), index: '/' })]));
   server.server.removeAllListeners('request');
   server.rawRuns = new Map();  // run id → { script, done }
   server.server.on('request', (req, res) => {
-    const raw = /^\/bench-raw\/(\d+)\/(page\.html|page\.mjs|report)$/.exec(req.url);
+    const raw = /^\/bench-raw\/(\d+)\/(page\.html|page\.mjs|report|call)$/.exec(req.url);
     if (raw) return rawRoute(server, raw[1], raw[2], req, res);
     const m = /^\/bench-cache\/([^/?]+)/.exec(req.url);
     const name = m && decodeURIComponent(m[1]);
@@ -78,25 +83,40 @@ function rawRoute(server, id, what, req, res) {
   }
   let body = '';
   req.on('data', (d) => { body += d; });
-  req.on('end', () => {
-    res.writeHead(204, RAW_HEADERS);
-    res.end();
-    run.done(JSON.parse(body));
+  req.on('end', async () => {
+    if (what === 'report') {
+      res.writeHead(204, RAW_HEADERS);
+      res.end();
+      return run.done(JSON.parse(body));
+    }
+    // call: the page asks this process to run run.call(arg) and waits for its result
+    let out;
+    try {
+      out = await run.call(JSON.parse(body));
+    } catch (e) {
+      out = { error: String(e?.stack ?? e) };
+    }
+    res.writeHead(200, { ...RAW_HEADERS, 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(out));
   });
 }
 
 let rawIds = 0;
-// Runs `fn(arg)` for each arg in turn in one page of a fresh Chromium profile with no DevTools client
-// (Chromium as a user starts it, headless), and resolves with their results. A failure in the page
-// comes back as { error }.
-function rawChromium(server, fn, args, timeoutMs = 120_000) {
+// Runs `fn(arg, call)` for each arg in turn in one page of a fresh Chromium profile with no DevTools
+// client (Chromium as a user starts it, headless, 1280 × 800), and resolves with their results. A
+// failure in the page comes back as { error }. `call(x)` in the page resolves with this process's
+// `call(x)` (a POST to the bench server), so a page can alternate its runs with runs in Node.
+function rawChromium(server, fn, args, { timeoutMs = 120_000, call = null } = {}) {
   const id = String(++rawIds);
-  const script = `const fn = ${fn.toString()};\nconst out = [];\ntry {\n  for (const a of ${JSON.stringify(args)}) out.push(await fn(a));\n} catch (e) {\n  out.push({ error: String(e && e.stack || e) });\n}\nawait fetch('/bench-raw/${id}/report', { method: 'POST', body: JSON.stringify(out) });\n`;
+  const script = `const fn = ${fn.toString()};\n` +
+    `const call = async (x) => (await fetch('/bench-raw/${id}/call', { method: 'POST', body: JSON.stringify(x) })).json();\n` +
+    `const out = [];\ntry {\n  for (const a of ${JSON.stringify(args)}) out.push(await fn(a, call));\n} catch (e) {\n  out.push({ error: String(e && e.stack || e) });\n}\n` +
+    `await fetch('/bench-raw/${id}/report', { method: 'POST', body: JSON.stringify(out) });\n`;
   const profile = mkdtempSync(join(tmpdir(), 'attnlens-bench-chromium-'));
   let child, timer;
   return new Promise((resolve, reject) => {
-    server.rawRuns.set(id, { script, done: resolve });
-    child = spawn(CHROMIUM, [...CHROMIUM_ARGS, `--user-data-dir=${profile}`, `${server.url}/bench-raw/${id}/page.html`], { stdio: 'ignore' });
+    server.rawRuns.set(id, { script, done: resolve, call });
+    child = spawn(CHROMIUM, [...CHROMIUM_ARGS, '--window-size=1280,800', `--user-data-dir=${profile}`, `${server.url}/bench-raw/${id}/page.html`], { stdio: 'ignore' });
     child.on('error', reject);
     timer = setTimeout(() => reject(new Error(`the page did not report within ${timeoutMs / 1000} s`)), timeoutMs);
   }).finally(() => {
@@ -193,7 +213,7 @@ async function nodeStream(source, { prompt, maxNewTokens, seed }) {
   try {
     let tFirst, tLast;
     let n = 0;
-    const stream = model.stream(prompt, { attentions: true, predictions: 5, maxNewTokens, temperature: 0.8, seed });
+    const stream = model.stream(prompt, { attentions: true, predictions: 5, maxNewTokens, temperature: 0.8, topK: 40, topP: 1, seed });
     for await (const step of stream) {
       tLast = performance.now();
       if (tFirst === undefined) tFirst = tLast;
@@ -205,23 +225,59 @@ async function nodeStream(source, { prompt, maxNewTokens, seed }) {
   }
 }
 
-// The page: the demo generates with the same settings; its own rate as tokens arrive, and the engine's.
-async function pageStream(page, { prompt, maxNewTokens, seed }) {
-  await page.fill('#prompt', prompt);
-  await page.fill('#max-tokens', String(maxNewTokens));
-  await page.fill('#seed', String(seed));
-  await page.fill('#temperature', '0.8');
-  await page.fill('#top-k', '40');
-  await page.fill('#top-p', '1');
-  await page.click('#generate');
-  // Polled every 100 ms, not every animation frame (Playwright's default): a predicate run in each
-  // frame is main-thread work the demo does not do by itself (the rate is the page's own figure).
-  await page.waitForFunction(() => ['done', 'stopped', 'error'].includes(document.querySelector('#stats').dataset.status), null, { timeout: 600_000, polling: 100 });
-  return page.evaluate(() => {
-    const r = window.attnlens.state.run;
+// Runs in a page of rawChromium: the demo in a same-origin iframe filling the window (1280 × 800, as
+// the e2e tests' viewport), driven through its own controls as a user would; Node's runs through
+// `call`, alternated with the page's. The page's figures are the demo's own (run.stats): its rate as
+// the tokens arrive, and the engine's.
+async function demoStreams({ query, settings, warmS, repeat }, call) {
+  const frame = document.createElement('iframe');
+  frame.style.cssText = 'position:fixed;inset:0;width:100%;height:100%;border:0';
+  document.body.style.margin = '0';
+  document.body.append(frame);
+  await new Promise((resolve) => { frame.onload = resolve; frame.src = `/web/demo/?${query}`; });
+  const win = frame.contentWindow, doc = frame.contentDocument;
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  for (const t0 = performance.now(); !(win.attnlens?.state.model && !doc.querySelector('#generate').disabled); await sleep(100)) {
+    if (performance.now() - t0 > 600_000) throw new Error('the demo did not load its model in 600 s');
+  }
+  const fill = (sel, value) => {
+    const el = doc.querySelector(sel);
+    el.value = value;
+    el.dispatchEvent(new win.Event('input', { bubbles: true }));
+    el.dispatchEvent(new win.Event('change', { bubbles: true }));
+  };
+  const { prompt, maxNewTokens, seed } = settings;
+  async function pageRun() {
+    fill('#prompt', prompt);
+    fill('#max-tokens', String(maxNewTokens));
+    fill('#seed', String(seed));
+    fill('#temperature', '0.8');
+    fill('#top-k', '40');
+    fill('#top-p', '1');
+    doc.querySelector('#generate').click();
+    // polled every 100 ms: the status of the run, as the demo shows it
+    while (!['done', 'stopped', 'error'].includes(doc.querySelector('#stats').dataset.status)) await sleep(100);
+    const r = win.attnlens.state.run;
     if (r.status !== 'done') throw new Error(`the page's run ended ${r.status}: ${r.error?.message ?? r.finishReason}`);
-    return { tokens: r.stats.generated, tokPerS: r.stats.tokensPerSecond, engineTokPerS: r.stats.engineTokensPerSecond, threads: window.attnlens.state.model.info.threads };
-  });
+    return { tokens: r.stats.generated, tokPerS: r.stats.tokensPerSecond, engineTokPerS: r.stats.engineTokensPerSecond, threads: win.attnlens.state.model.info.threads };
+  }
+  const nodeRun = async () => {
+    const r = await call('node');
+    if (r.error) throw new Error(r.error);
+    return r;
+  };
+  // warm-ups (see streamRows), then alternated runs
+  const firstPage = await pageRun();
+  for (let t0 = performance.now(), i = 1; i < 3 || performance.now() - t0 < warmS * 1000; i++) await pageRun();
+  const firstNode = await nodeRun();
+  for (let t0 = performance.now(); performance.now() - t0 < warmS * 1000; ) await nodeRun();
+  const node = [], page = [];
+  for (let i = 0; i < repeat; i++) {
+    node.push(await nodeRun());
+    page.push(await pageRun());
+  }
+  node.push(await nodeRun());
+  return { node, page, cold: { page: firstPage.tokPerS, node: firstNode.tokPerS } };
 }
 
 async function streamRows() {
@@ -235,31 +291,18 @@ async function streamRows() {
   try {
     for (const c of cases) {
       const settings = { prompt: c.prompt, maxNewTokens: c.maxNewTokens, seed: 1 };
-      const node = [], page = [];
-      const browser = await launchBrowser();
-      try {
-        await browser.page.goto(`${server.url}/web/demo/?${c.query}`);
-        await browser.page.waitForFunction(() => window.attnlens?.state.model && !document.querySelector('#generate').disabled, null, { timeout: 600_000 });
-        // Warm-ups: V8 runs wasm in its baseline tier (Liftoff) first and tiers hot functions up in
-        // the background, and the JS around it climbs its tiers too; in a worker that takes many
-        // generations (kjv-gpt2 through model.stream() in a Node worker_threads Worker, 100 tokens
-        // each: 502, 746, 682, 711, 779, 820, 1007, 984, 1173, 946, 1074, 1447 tok/s; in Chromium's
-        // workers the same climb), in the calling thread fewer. As bench_models does, each side
-        // generates untimed for WARM_S seconds (at least 3 runs in the page, 1 in Node) and the
-        // table compares the engines warm; the first run of each is printed too.
-        const firstPage = await pageStream(browser.page, settings);
-        for (let t0 = performance.now(), i = 1; i < 3 || performance.now() - t0 < WARM_S * 1000; i++) await pageStream(browser.page, settings);
-        const firstNode = await nodeStream(c.node, settings);
-        for (let t0 = performance.now(); performance.now() - t0 < WARM_S * 1000; ) await nodeStream(c.node, settings);
-        c.cold = { page: firstPage.tokPerS, node: firstNode.tokPerS };
-        for (let i = 0; i < repeat; i++) {  // alternate, so that load from elsewhere hits both alike
-          node.push(await nodeStream(c.node, settings));
-          page.push(await pageStream(browser.page, settings));
-        }
-        node.push(await nodeStream(c.node, settings));
-      } finally {
-        await browser.close();
-      }
+      // Warm-ups: V8 runs wasm in its baseline tier (Liftoff) first and tiers hot functions up in
+      // the background, and the JS around it climbs its tiers too; in a worker that takes many
+      // generations (kjv-gpt2 through model.stream() in a Node worker_threads Worker, 100 tokens
+      // each: 502, 746, 682, 711, 779, 820, 1007, 984, 1173, 946, 1074, 1447 tok/s; in Chromium's
+      // workers the same climb), in the calling thread fewer. As bench_models does, each side
+      // generates untimed for WARM_S seconds (at least 3 runs in the page, 1 in Node) and the
+      // table compares the engines warm; the first run of each is printed too.
+      const [r] = await rawChromium(server, demoStreams, [{ query: c.query, settings, warmS: WARM_S, repeat }],
+        { timeoutMs: 1_800_000, call: () => nodeStream(c.node, settings) });
+      if (r.error) throw new Error(`${c.name}: ${r.error}`);
+      const { node, page } = r;
+      c.cold = r.cold;
       out.push({ model: c.name, node, page, cold: c.cold });
     }
   } finally {
