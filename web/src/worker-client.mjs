@@ -17,8 +17,10 @@ import * as check from './validate.mjs';
 const WORKER_FILE = './worker.mjs';  // Node path: a variable, so bundlers do not copy it as an asset
 // Steps the worker may run ahead of a stream's consumer: it does not wait for a round trip to the
 // consumer's thread after every token (with 1 it did, and the page's redraws stalled the engine);
-// abort() drops the steps not handed out, so the consumer sees what an in-thread stream would.
-const STREAM_WINDOW = 8;
+// abort() drops the steps not handed out, so the consumer sees what an in-thread stream would. With 8,
+// a small model's engine in the demo still waited on the page's frames (kjv-gpt2: 54% of Node's
+// rate; 32: 70%; bench/README.md, streaming).
+const STREAM_WINDOW = 32;
 const DISPOSE_TIMEOUT_MS = 5000;
 const HELLO_TIMEOUT_MS = 30000;      // a Worker passed in must answer within this (its script loading included)
 
