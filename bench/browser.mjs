@@ -48,7 +48,7 @@ async function startBenchServer(files = {}) {
   const repo = server.server.listeners('request')[0];
   const outside = new Map(Object.entries(files).map(([name, path]) => [name, staticHandler({ root: dirname(path), index: '/' })]));
   server.server.removeAllListeners('request');
-  server.rawRuns = new Map();  // run id → { script, done }
+  server.rawRuns = new Map();  // run id → { script, done, call } (rawChromium)
   server.server.on('request', (req, res) => {
     const raw = /^\/bench-raw\/(\d+)\/(page\.html|page\.mjs|report|call)$/.exec(req.url);
     if (raw) return rawRoute(server, raw[1], raw[2], req, res);

@@ -112,13 +112,19 @@ export class TokensView {
   // redraws as it moves), from the layout of the last frame: read before this frame's changes, so
   // the browser lays out once. null before two rows exist (all rows).
   #rowsOnScreen() {
-    const chips = this.queries.chips;
-    if (chips.length < 2) return null;
-    const pitch = chips[1].offsetTop - chips[0].offsetTop;
+    if (this.queries.chips.length < 2) return null;
+    const { top, pitch } = this.#rowGrid();
     if (!(pitch > 0)) return null;
     const view = Math.ceil(this.scroller.clientHeight / pitch);
-    const first = Math.floor((this.scroller.scrollTop - chips[0].offsetTop) / pitch);
+    const first = Math.floor((this.scroller.scrollTop - top) / pitch);
     return { from: first - view, to: first + 2 * view + 1 };
+  }
+
+  // Rows are fixed-size boxes (app.css .tok-line): row i starts at top + i × pitch, in the body's
+  // coordinates (pitch 24 until a second row exists).
+  #rowGrid() {
+    const chips = this.queries.chips;
+    return { top: chips[0]?.offsetTop ?? 0, pitch: chips.length > 1 ? chips[1].offsetTop - chips[0].offsetTop : 24 };
   }
 
   // The lines canvas covers only the visible part of the scrolling columns (it is sticky in the
@@ -127,7 +133,7 @@ export class TokensView {
   #lines(focus) {
     const dpr = globalThis.devicePixelRatio || 1;
     const chips = this.queries.chips;
-    const pitch = chips.length > 1 ? chips[1].offsetTop - chips[0].offsetTop : 24;
+    const { top, pitch } = this.#rowGrid();
     const rowH = chips[0]?.offsetHeight ?? 22;
     const scrollTop = this.scroller.scrollTop;
     const width = this.gutter.clientWidth;
@@ -142,7 +148,6 @@ export class TokensView {
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.clearRect(0, 0, width, height);
     if (!focus || focus.missing || !chips[focus.q]) return;
-    const top = chips[0].offsetTop;  // the columns' first row, in the body's coordinates
     const yOf = (i) => top + i * pitch + rowH / 2 - scrollTop;
     const y0 = yOf(focus.q);
     g.strokeStyle = this.accent;
