@@ -1,22 +1,28 @@
 // Attention over a q8_0 KV cache (nn/kv_cache.h): keys and values stored as ggml's q8_0 quantizes
 // (blocks of 32 along head_dim, q = round(x/d) in int8, d = amax/127 as f16; llama.cpp's
 // --cache-type-k/v q8_0). A quarter of the f32 cache's bytes per token (34 per 32 values instead of
-// 128), read without widening the keys to f32:
-//   scores   integer dot products (i32x4.dot_i16x8_s: 8 multiply-adds per instruction) against the
-//            query head written as two 16-bit integers per element, so that nothing of the query is
-//            lost (llama.cpp rounds it to 8 bits): per block b of 32, e_b = amax_b/32767 (f32),
-//            t = x·(32767/amax_b), h = round(t), l = round((t − h)·2^15), x ≈ e_b·(h + l·2^-15) to
-//            f32 precision; per key j
+// 128), read without widening the cache to f32: both loops are integer dot products
+// (i32x4.dot_i16x8_s: 8 multiply-adds per instruction) against a float vector written as two 16-bit
+// integers per element, so that nothing of it is lost (llama.cpp rounds the query to 8 bits):
+//   split    x[0..n) with one scale: e = amax/32767 (f32), t = x·(32767/amax), h = round(t),
+//            l = round((t − h)·2^15), so x ≈ e·(h + l·2^-15) to f32 precision.
+//   scores   the query split per block b of 32 (e_b); per key j
 //              score_j = scale · Σ_b (float(Σ h·k_j) + float(Σ l·k_j)·2^-15) · (e_b·d_jb)
 //            (the integer sums exact; the float steps in this order).
-//   values   f32: out_d = Σ_j c_jb·float(v_jd) with c_jb = p_j·d_jb, the weight times the value's
-//            block scale, summed over j in order (keys with p_j = 0 skipped, as attention_values does).
+//   values   per block b of head_dim and run R of up to 256 keys: the weights c_jb = p_j·d_jb (the
+//            weight times the value's block scale; 0 for a masked key, p_j = 0) split with one scale
+//            e_Rb; then per element d
+//              out_d += (float(Σ_{j∈R} h_j·v_jd) + float(Σ_{j∈R} l_j·v_jd)·2^-15) · e_Rb
+//            over the runs in order (|h|·127·256 < 2^31: the run's integer sums exact). The vector code
+//            pairs keys (bytes of keys j and j+1 interleaved, so one i32x4.dot_i16x8_s lane is
+//            h_j·v_jd + h_j+1·v_j+1,d).
 // So the only rounding beyond the f32 cache's is the cache's own 8 bits (tests/cpp/test_nn_kv_q8.cpp
 // checks against float64 attention on the dequantized cache, tests/fixtures/make_kv_q8_fixtures.py).
 // The vector code and the scalar twins (namespace ref) perform the same float operations in the same
 // order on the same exact integer sums: their results are equal bit for bit.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/half.h"
 #include "kernels/kernels.h"
@@ -26,21 +32,30 @@ namespace attnlens::kernels {
 
 namespace {
 
-constexpr int kChunk = 256;  // values: weights c_jb computed per run of this many positions
+constexpr int kChunk = 256;  // values: keys per run (one weight scale per run and block)
 
-// The query head as two 16-bit integers per element (see the top of the file).
-[[maybe_unused]] void quantize_query(const float* x, int hd, int16_t* qh, int16_t* ql, float* e) {
-  for (int b = 0; b < hd / 32; ++b) {
-    float amax = 0.f;
-    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * b + i]));
-    e[b] = amax / 32767.f;
-    const float iq = amax != 0.f ? 32767.f / amax : 0.f;
-    for (int i = 0; i < 32; ++i) {
-      const float t = x[32 * b + i] * iq, h = std::nearbyint(t);
-      qh[32 * b + i] = int16_t(h);
-      ql[32 * b + i] = int16_t(std::nearbyint((t - h) * 32768.f));
-    }
+// x[0..n) ≈ e·(h + l·2^-15), returns e (see the top of the file).
+[[maybe_unused]] float split16(const float* x, int n, int16_t* h, int16_t* l) {
+  float amax = 0.f;
+  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float iq = amax != 0.f ? 32767.f / amax : 0.f;
+  for (int i = 0; i < n; ++i) {
+    const float t = x[i] * iq, hi = std::nearbyint(t);
+    h[i] = int16_t(hi);
+    l[i] = int16_t(std::nearbyint((t - hi) * 32768.f));
   }
+  return amax / 32767.f;
+}
+
+// The query head split per block of 32.
+[[maybe_unused]] void quantize_query(const float* x, int hd, int16_t* qh, int16_t* ql, float* e) {
+  for (int b = 0; b < hd / 32; ++b) e[b] = split16(x + 32 * b, 32, qh + 32 * b, ql + 32 * b);
+}
+
+// The weights of keys [0, n) for value block b: c_j = p_j·d_jb, 0 where p_j = 0 (a masked key's
+// value is never used, whatever its scale).
+[[maybe_unused]] void block_weights(const float* p, const uint16_t* d, int n, float* c) {
+  for (int i = 0; i < n; ++i) c[i] = p[i] == 0.f ? 0.f : p[i] * f16_to_f32(d[i]);
 }
 
 float block_value(int32_t sh, int32_t sl) { return float(sh) + float(sl) * 0x1p-15f; }
@@ -86,28 +101,29 @@ inline __m128i to_i32(__m128 x) {
   return _mm_cvttps_epi32(x);
 #endif
 }
-void quantize_query_simd(const float* x, int hd, int16_t* qh, int16_t* ql, float* e) {
+// split16, 8 values at a time (n a multiple of 8): the same operations (nearest-even rounding both ways).
+float split16_simd(const float* x, int n, int16_t* h, int16_t* l) {
   const __m128 sign = _mm_set1_ps(-0.f);
-  for (int b = 0; b < hd / 32; ++b) {
-    const float* xb = x + 32 * b;
-    __m128 m = _mm_setzero_ps();
-    for (int i = 0; i < 32; i += 4) m = _mm_max_ps(m, _mm_andnot_ps(sign, _mm_loadu_ps(xb + i)));
-    alignas(16) float t4[4];
-    _mm_store_ps(t4, m);
-    const float amax = std::max(std::max(t4[0], t4[1]), std::max(t4[2], t4[3]));
-    e[b] = amax / 32767.f;
-    const __m128 iq = _mm_set1_ps(amax != 0.f ? 32767.f / amax : 0.f), s15 = _mm_set1_ps(32768.f);
-    for (int i = 0; i < 32; i += 8) {
-      __m128i h[2], l[2];
-      for (int u = 0; u < 2; ++u) {
-        const __m128 t = _mm_mul_ps(_mm_loadu_ps(xb + i + 4 * u), iq), hv = nearest(t);
-        h[u] = to_i32(hv);
-        l[u] = to_i32(nearest(_mm_mul_ps(_mm_sub_ps(t, hv), s15)));
-      }
-      _mm_store_si128(reinterpret_cast<__m128i*>(qh + 32 * b + i), _mm_packs_epi32(h[0], h[1]));
-      _mm_store_si128(reinterpret_cast<__m128i*>(ql + 32 * b + i), _mm_packs_epi32(l[0], l[1]));
+  __m128 m = _mm_setzero_ps();
+  for (int i = 0; i < n; i += 4) m = _mm_max_ps(m, _mm_andnot_ps(sign, _mm_loadu_ps(x + i)));
+  alignas(16) float t4[4];
+  _mm_store_ps(t4, m);
+  const float amax = std::max(std::max(t4[0], t4[1]), std::max(t4[2], t4[3]));
+  const __m128 iq = _mm_set1_ps(amax != 0.f ? 32767.f / amax : 0.f), s15 = _mm_set1_ps(32768.f);
+  for (int i = 0; i < n; i += 8) {
+    __m128i hv[2], lv[2];
+    for (int u = 0; u < 2; ++u) {
+      const __m128 t = _mm_mul_ps(_mm_loadu_ps(x + i + 4 * u), iq), r = nearest(t);
+      hv[u] = to_i32(r);
+      lv[u] = to_i32(nearest(_mm_mul_ps(_mm_sub_ps(t, r), s15)));
     }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i), _mm_packs_epi32(hv[0], hv[1]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(l + i), _mm_packs_epi32(lv[0], lv[1]));
   }
+  return amax / 32767.f;
+}
+void quantize_query_simd(const float* x, int hd, int16_t* qh, int16_t* ql, float* e) {
+  for (int b = 0; b < hd / 32; ++b) e[b] = split16_simd(x + 32 * b, 32, qh + 32 * b, ql + 32 * b);
 }
 
 // 4 int32 lanes: the sums of s[0..3]'s lanes.
@@ -155,33 +171,62 @@ void attention_scores_q8(const float* q, const Q8Rows& k, int hd, int count, flo
   for (; j < count; ++j) scores[j] = score_scalar(qh, ql, e, k.q + size_t(j) * hd, k.d, k.d_stride, nb, j, scale);
 }
 
+namespace {
+// Keys j and j+1: 16 int8 values of each (at r0, r1). H[k] += h_j·v_j + h_j+1·v_j+1 for the values
+// 4k..4k+3 (hp: the pair's h, lanes h_j, h_j+1 repeated), L[k] the same with l. Each 8 values widened
+// by the load (v128.load8x8_s), then the two keys' int16 lanes interleaved.
+inline void weigh_pair(const uint8_t* r0, const uint8_t* r1, __m128i hp, __m128i lp, __m128i (&H)[4], __m128i (&L)[4]) {
+  const __m128i x0 = load8_s16(r0), x1 = load8_s16(r0 + 8), y0 = load8_s16(r1), y1 = load8_s16(r1 + 8);
+  const __m128i a[4] = {_mm_unpacklo_epi16(x0, y0), _mm_unpackhi_epi16(x0, y0), _mm_unpacklo_epi16(x1, y1),
+                        _mm_unpackhi_epi16(x1, y1)};  // x0 y0 x1 y1 …
+  for (int k = 0; k < 4; ++k) {
+    H[k] = _mm_add_epi32(H[k], _mm_madd_epi16(a[k], hp));
+    L[k] = _mm_add_epi32(L[k], _mm_madd_epi16(a[k], lp));
+  }
+}
+inline __m128i pair_of(const int16_t* w, int i) {  // lanes: w[i], w[i+1], repeated
+  int32_t v;
+  std::memcpy(&v, w + i, sizeof v);
+  return _mm_set1_epi32(v);
+}
+}  // namespace
+
 void attention_values_q8(const float* p, const Q8Rows& v, int hd, int count, float* out) noexcept {
   alignas(16) float c[kChunk];
-  for (int b = 0; b < hd / 32; ++b) {
-    __m128 acc[8];
-    for (auto& a : acc) a = _mm_setzero_ps();
-    for (int c0 = 0; c0 < count; c0 += kChunk) {
-      const int n = std::min(kChunk, count - c0);
+  alignas(16) int16_t ch[kChunk], cl[kChunk];
+  std::fill(out, out + hd, 0.f);
+  for (int c0 = 0; c0 < count; c0 += kChunk) {
+    const int n = std::min(kChunk, count - c0), n8 = (n + 7) / 8 * 8;
+    const uint8_t* rows = reinterpret_cast<const uint8_t*>(v.q) + size_t(c0) * hd;
+    for (int b = 0; b < hd / 32; ++b) {
       const uint16_t* d = v.d + b * v.d_stride + c0;
       int i = 0;
-      for (; i + 8 <= n; i += 8) {  // c_jb = p_j · d_jb
-        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + i));
-        _mm_store_ps(c + i, _mm_mul_ps(_mm_loadu_ps(p + c0 + i), half::f16_lo(h)));
-        _mm_store_ps(c + i + 4, _mm_mul_ps(_mm_loadu_ps(p + c0 + i + 4), half::f16_hi(h)));
+      for (; i + 8 <= n; i += 8) {  // c_jb = p_j · d_jb, 0 where p_j = 0
+        const __m128i hv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + i));
+        for (int u = 0; u < 2; ++u) {
+          const __m128 pj = _mm_loadu_ps(p + c0 + i + 4 * u);
+          const __m128 cj = _mm_mul_ps(pj, u == 0 ? half::f16_lo(hv) : half::f16_hi(hv));
+          _mm_store_ps(c + i + 4 * u, _mm_and_ps(cj, _mm_cmpneq_ps(pj, _mm_setzero_ps())));
+        }
       }
-      for (; i < n; ++i) c[i] = p[c0 + i] * f16_to_f32(d[i]);
-      const uint8_t* row = reinterpret_cast<const uint8_t*>(v.q) + size_t(c0) * hd + 32 * b;
-      for (i = 0; i < n; ++i, row += hd) {
-        if (p[c0 + i] == 0.f) continue;  // masked keys: their values are never read
-        const __m128 cj = _mm_set1_ps(c[i]);
-        for (int g = 0; g < 4; ++g) {
-          const __m128i x = load8_s16(row + 8 * g);
-          acc[2 * g] = _mm_add_ps(acc[2 * g], _mm_mul_ps(cj, _mm_cvtepi32_ps(_mm_cvtepi16_epi32(x))));
-          acc[2 * g + 1] = _mm_add_ps(acc[2 * g + 1], _mm_mul_ps(cj, _mm_cvtepi32_ps(hi_i32(x))));
+      block_weights(p + c0 + i, d + i, n - i, c + i);
+      std::fill(c + n, c + n8, 0.f);
+      const float e = split16_simd(c, n8, ch, cl);
+      if (e == 0.f) continue;  // no weight in this run
+      for (int half = 0; half < 2; ++half) {
+        __m128i H[4], L[4];
+        for (int k = 0; k < 4; ++k) H[k] = L[k] = _mm_setzero_si128();
+        const uint8_t* r = rows + 32 * b + 16 * half;
+        int j = 0;
+        for (; j + 2 <= n; j += 2, r += 2 * size_t(hd)) weigh_pair(r, r + hd, pair_of(ch, j), pair_of(cl, j), H, L);
+        if (j < n) weigh_pair(r, r, pair_of(ch, j), pair_of(cl, j), H, L);  // the last key; its pair's weight is 0
+        float* o = out + 32 * b + 16 * half;
+        for (int k = 0; k < 4; ++k) {
+          const __m128 s = _mm_add_ps(_mm_cvtepi32_ps(H[k]), _mm_mul_ps(_mm_cvtepi32_ps(L[k]), _mm_set1_ps(0x1p-15f)));
+          _mm_storeu_ps(o + 4 * k, _mm_add_ps(_mm_loadu_ps(o + 4 * k), _mm_mul_ps(s, _mm_set1_ps(e))));
         }
       }
     }
-    for (int t = 0; t < 8; ++t) _mm_storeu_ps(out + 32 * b + 4 * t, acc[t]);
   }
 }
 #else
@@ -204,11 +249,25 @@ void attention_scores_q8(const float* q, const Q8Rows& k, int hd, int count, flo
 }
 
 void attention_values_q8(const float* p, const Q8Rows& v, int hd, int count, float* out) noexcept {
-  for (int d = 0; d < hd; ++d) {
-    float acc = 0.f;
-    for (int j = 0; j < count; ++j)
-      if (p[j] != 0.f) acc += (p[j] * f16_to_f32(v.d[(d / 32) * v.d_stride + j])) * float(v.q[size_t(j) * hd + d]);
-    out[d] = acc;
+  float c[kChunk];
+  int16_t ch[kChunk], cl[kChunk];
+  std::fill(out, out + hd, 0.f);
+  for (int c0 = 0; c0 < count; c0 += kChunk) {
+    const int n = std::min(kChunk, count - c0);
+    for (int b = 0; b < hd / 32; ++b) {
+      block_weights(p + c0, v.d + b * v.d_stride + c0, n, c);
+      const float e = split16(c, n, ch, cl);
+      if (e == 0.f) continue;
+      for (int d = 32 * b; d < 32 * b + 32; ++d) {
+        int32_t sh = 0, sl = 0;
+        for (int j = 0; j < n; ++j) {
+          const int32_t x = v.q[size_t(c0 + j) * hd + d];
+          sh += ch[j] * x;
+          sl += cl[j] * x;
+        }
+        out[d] += block_value(sh, sl) * e;
+      }
+    }
   }
 }
 

@@ -42,6 +42,7 @@ bool add_masks(const AttentionMask& mask, const Row& row, int n, int m, float* p
     kernels::add(p + r.first, b + r.first, r.end - r.first);
   }
   if (mask.position_bias) mask.position_bias->add(row.head, mask.q_pos0 + row.query, p, r.end);  // r.first == 0
+  if (!mask.key_padding) return r.end > r.first;
   bool any = false;
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (int j = r.first; j < r.end; ++j) {
