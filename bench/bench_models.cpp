@@ -30,7 +30,8 @@
 // --threads N: the engine's work split over N threads (core/parallel.h; default 1).
 // --at P,…: decode speed at position P (long context): the cache is filled by a prefill of P tokens
 //   (untimed), then 32 single-token steps from P are timed, 1 warm-up + 5 reps (the cache cut back to P
-//   each time), median ("decode_at" lines). Needs a model whose context holds P + 32 positions.
+//   each time), median ("decode_at" lines); one session per position (and cache), all their timed runs
+//   alternated in each rep. Needs a model whose context holds P + 32 positions.
 // --kv-cache f32|q8_0|f32,q8_0: how the session's KV cache stores keys and values (nn/kv_cache.h; default
 //   f32); with both, --at times them alternated in one process (one decode_at line each).
 // --limits: first measure what the machine gives N threads in this build ("limits" line): memory
@@ -389,37 +390,56 @@ int main(int argc, char** argv) {
     models::Session& s = *sessions[0];
     c.kv_bytes_per_pos = 2.0 * info.n_layers * double(s.cache.row_bytes());
 
-    // --- decode at long positions: each cache filled by a prefill of p tokens, then the caches' timed
-    // runs alternated (same process, same moment of the machine)
-    for (int p : o.at) {
-      std::vector<int> ids(size_t(p) + kAtSteps);
-      for (size_t i = 0; i < ids.size(); ++i) ids[i] = i == 0 ? o.prompt[0] : int(3 + (i * 7919) % (info.vocab_size - 3));
-      std::vector<std::vector<double>> runs(sessions.size());
-      for (auto& se : sessions) {
-        se->reset();
-        model.decode(*se, ids.data(), p);  // the cache now holds p positions
-      }
-      for (int r = 0; r <= 5; ++r)
+    // --- decode at long positions: one session per (position, cache), each filled by a prefill of p
+    // tokens; then their timed runs alternated, every position and cache in every round, so that a
+    // drift of the machine's speed moves all of them alike (the 2048 ÷ 200 ratios are what --at is for)
+    if (!o.at.empty()) {
+      struct AtRun {
+        int p;
+        size_t kv;
+        std::unique_ptr<models::Session> own;  // sessions[kv] serves the first position
+        std::vector<double> tok_s;
+        models::Session& session(std::vector<std::unique_ptr<models::Session>>& base) { return own ? *own : *base[kv]; }
+      };
+      std::vector<AtRun> at_runs;
+      std::vector<std::vector<int>> at_ids;
+      for (size_t a = 0; a < o.at.size(); ++a) {
+        const int p = o.at[a];
+        std::vector<int> ids(size_t(p) + kAtSteps);
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = i == 0 ? o.prompt[0] : int(3 + (i * 7919) % (info.vocab_size - 3));
+        at_ids.push_back(ids);
         for (size_t k = 0; k < sessions.size(); ++k) {
-          models::Session& sk = *sessions[k];
-          sk.cache.truncate(p);
-          const double t0 = now_ms();
-          for (int i = 0; i < kAtSteps; ++i) model.decode(sk, &ids[size_t(p) + i], 1);
-          const double ms = now_ms() - t0;
-          if (r > 0) runs[k].push_back(kAtSteps / (ms / 1000));
+          AtRun r{p, k, a == 0 ? nullptr : model.new_session(capacity, nn::parse_kv_type(kv_names[k], "--kv-cache")), {}};
+          models::Session& se = r.session(sessions);
+          se.reset();
+          model.decode(se, ids.data(), p);  // the cache now holds p positions
+          at_runs.push_back(std::move(r));
         }
-      for (size_t k = 0; k < sessions.size(); ++k) {
+      }
+      for (int round = 0; round <= 5; ++round)
+        for (size_t x = 0; x < at_runs.size(); ++x) {
+          AtRun& r = at_runs[x];
+          models::Session& se = r.session(sessions);
+          const std::vector<int>& ids = at_ids[x / sessions.size()];
+          se.cache.truncate(r.p);
+          const double t0 = now_ms();
+          for (int i = 0; i < kAtSteps; ++i) model.decode(se, &ids[size_t(r.p) + i], 1);
+          const double ms = now_ms() - t0;
+          if (round > 0) r.tok_s.push_back(kAtSteps / (ms / 1000));
+        }
+      for (AtRun& r : at_runs) {
         Costs ck = c;
-        ck.kv_bytes_per_pos = 2.0 * info.n_layers * double(sessions[k]->cache.row_bytes());
-        const double tps = median(runs[k]);
+        ck.kv_bytes_per_pos = 2.0 * info.n_layers * double(sessions[r.kv]->cache.row_bytes());
+        const double tps = median(r.tok_s);
         std::printf("{\"type\":\"decode_at\",%s,\"position\":%d,\"steps\":%d,\"tok_s\":%s,\"tok_s_median\":%.2f,\"gbs\":%.2f,\"kv_gbs\":%.3f,"
                     "\"kv_cache\":\"%s\",\"kv_bytes\":%.0f}\n",
-                    common.c_str(), p, kAtSteps, json_nums(runs[k], 2).c_str(), tps, c.weight_bytes * tps / 1e9,
-                    ck.decode_kv_bytes(p, p + kAtSteps) * tps / 1e9, kv_names[k].c_str(), ck.kv_bytes_per_pos * p);
+                    common.c_str(), r.p, kAtSteps, json_nums(r.tok_s, 2).c_str(), tps, c.weight_bytes * tps / 1e9,
+                    ck.decode_kv_bytes(r.p, r.p + kAtSteps) * tps / 1e9, kv_names[r.kv].c_str(), ck.kv_bytes_per_pos * r.p);
         std::fprintf(stderr, "  %s %s %s KV %s decode at %d: %.2f tok/s\n", label.c_str(), kPlatform, info.weight_dtype.c_str(),
-                     kv_names[k].c_str(), p, tps);
+                     kv_names[r.kv].c_str(), r.p, tps);
       }
       std::fflush(stdout);
+      for (AtRun& r : at_runs) r.own.reset();
     }
     if (!o.decode && o.prefill.empty()) return 0;
 

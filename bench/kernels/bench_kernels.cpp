@@ -411,6 +411,70 @@ void bench_activations(const Options& o) {
   }
 }
 
+// "attention rows": the two inner loops of one decode step's attention (kernels/attention.cpp, and
+// kernels/attention_q8.cpp over a q8_0 KV cache) at the 110M shape: 12 heads × 2048 keys × head_dim 64,
+// each head's keys and values distinct (f32 12.6 MB, q8_0 3.3 MB: in L3, not memory). "gflops" counts
+// 2 operations per multiply-add (G op/s for the integer kernels); one call = the 12 heads. Not in
+// bench_kernels_scalar: these scalar twins live beside their vector code, in files that build does not
+// compile (--ref times them in the SIMD build).
+#ifndef ATTNLENS_BENCH_SCALAR
+void bench_attention_rows(const Options& o) {
+  const int heads = 12, m = 2048, hd = 64;
+  const size_t per_head = size_t(m) * hd;
+  auto kf = randn(per_head * heads, 21), vf = randn(per_head * heads, 22), q = randn(size_t(hd), 23);
+  std::vector<int8_t> k8(kf.size()), v8(vf.size());
+  std::vector<uint16_t> kd(size_t(heads) * m * (hd / 32)), vd(kd.size());
+  for (int h = 0; h < heads; ++h)
+    for (int j = 0; j < m; ++j) {  // per head: rows [m][hd], scales [hd/32][m] (nn/kv_cache.h's layout)
+      const size_t r = h * per_head + size_t(j) * hd, sd = size_t(h) * m * (hd / 32) + j;
+      k::quantize_kv_q8_0(&kf[r], hd, &k8[r], &kd[sd], m);
+      k::quantize_kv_q8_0(&vf[r], hd, &v8[r], &vd[sd], m);
+    }
+  std::vector<float> p(static_cast<size_t>(m)), out(static_cast<size_t>(hd) * heads);
+  for (int j = 0; j < m; ++j) p[size_t(j)] = 1.f / m;
+  const double ops = 2.0 * heads * m * hd;
+  auto q8 = [&](const std::vector<int8_t>& x, const std::vector<uint16_t>& d, int h) {
+    return k::Q8Rows{x.data() + h * per_head, d.data() + size_t(h) * m * (hd / 32), size_t(m)};
+  };
+  struct Case {
+    const char *kernel, *dtype;
+    double bytes;
+    std::function<void(bool)> call;  // ref?
+  };
+  const Case cases[] = {
+      {"attn_scores", "f32", 4.0 * per_head * heads,
+       [&](bool ref) {
+         for (int h = 0; h < heads; ++h)
+           (ref ? k::ref::attention_scores : k::attention_scores)(q.data(), &kf[h * per_head], hd, hd, m, 0.125f, p.data());
+       }},
+      {"attn_values", "f32", 4.0 * per_head * heads,
+       [&](bool ref) {
+         for (int h = 0; h < heads; ++h)
+           (ref ? k::ref::attention_values : k::attention_values)(p.data(), &vf[h * per_head], hd, hd, m, &out[size_t(h) * hd]);
+       }},
+      {"attn_scores", "q8_0", 34.0 / 32 * per_head * heads,
+       [&](bool ref) {
+         for (int h = 0; h < heads; ++h)
+           (ref ? k::ref::attention_scores_q8 : k::attention_scores_q8)(q.data(), q8(k8, kd, h), hd, m, 0.125f, p.data());
+       }},
+      {"attn_values", "q8_0", 34.0 / 32 * per_head * heads,
+       [&](bool ref) {
+         for (int h = 0; h < heads; ++h)
+           (ref ? k::ref::attention_values_q8 : k::attention_values_q8)(p.data(), q8(v8, vd, h), hd, m, &out[size_t(h) * hd]);
+       }},
+  };
+  for (const Case& c : cases) {
+    if (!selected(o, std::string(c.kernel) + "_" + c.dtype)) continue;
+    for (bool ref : {false, true}) {
+      if (ref ? !o.ref : !o.simd) continue;
+      for (int j = 0; j < m; ++j) p[size_t(j)] = 1.f / m;  // the scores kernels overwrite p
+      Timing t = time_it(o, [&] { c.call(ref); });
+      print_line(ref ? "ref" : "simd", c.kernel, c.dtype, heads, m, hd, ops, c.bytes, t, checksum(out) + checksum(p));
+    }
+  }
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -445,6 +509,9 @@ int main(int argc, char** argv) {
   }
   if (!quick) bench_read(o);
   bench_activations(o);
+#ifndef ATTNLENS_BENCH_SCALAR
+  bench_attention_rows(o);
+#endif
   for (const Shape& s : kMatvecShapes) bench_f32(o, s, quick);
   for (const Shape& s : kMatmulShapes) bench_f32(o, s, quick);
   using attnlens::DType;
