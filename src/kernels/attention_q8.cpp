@@ -34,6 +34,11 @@ namespace {
 
 constexpr int kChunk = 256;  // values: keys per run (one weight scale per run and block)
 
+// A whole number as int16, saturated, NaN as 0 (wasm's i32x4.trunc_sat_f32x4 and the saturating pack do
+// the same): only a non-finite input (an overflowing f16 scale in the cache) gets there out of range,
+// and its result is not finite either way, but the conversion must not be undefined.
+[[maybe_unused]] int16_t to_i16(float w) { return w == w ? int16_t(std::clamp(w, -32768.f, 32767.f)) : 0; }
+
 // x[0..n) ≈ e·(h + l·2^-15), returns e (see the top of the file).
 [[maybe_unused]] float split16(const float* x, int n, int16_t* h, int16_t* l) {
   float amax = 0.f;
@@ -41,8 +46,8 @@ constexpr int kChunk = 256;  // values: keys per run (one weight scale per run a
   const float iq = amax != 0.f ? 32767.f / amax : 0.f;
   for (int i = 0; i < n; ++i) {
     const float t = x[i] * iq, hi = std::nearbyint(t);
-    h[i] = int16_t(hi);
-    l[i] = int16_t(std::nearbyint((t - hi) * 32768.f));
+    h[i] = to_i16(hi);
+    l[i] = to_i16(std::nearbyint((t - hi) * 32768.f));
   }
   return amax / 32767.f;
 }
