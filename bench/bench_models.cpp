@@ -394,36 +394,37 @@ int main(int argc, char** argv) {
     // tokens; then their timed runs alternated, every position and cache in every round, so that a
     // drift of the machine's speed moves all of them alike (the 2048 ÷ 200 ratios are what --at is for)
     if (!o.at.empty()) {
+      std::vector<std::vector<int>> at_ids;  // per position: the prompt's first id, then a fixed spread
+      for (int p : o.at) {
+        std::vector<int> ids(size_t(p) + kAtSteps);
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = i == 0 ? o.prompt[0] : int(3 + (i * 7919) % (info.vocab_size - 3));
+        at_ids.push_back(std::move(ids));
+      }
       struct AtRun {
         int p;
         size_t kv;
-        std::unique_ptr<models::Session> own;  // sessions[kv] serves the first position
+        const std::vector<int>* ids;
+        models::Session* session;
+        std::unique_ptr<models::Session> own;  // positions after the first: their own session
         std::vector<double> tok_s;
-        models::Session& session(std::vector<std::unique_ptr<models::Session>>& base) { return own ? *own : *base[kv]; }
       };
       std::vector<AtRun> at_runs;
-      std::vector<std::vector<int>> at_ids;
-      for (size_t a = 0; a < o.at.size(); ++a) {
-        const int p = o.at[a];
-        std::vector<int> ids(size_t(p) + kAtSteps);
-        for (size_t i = 0; i < ids.size(); ++i) ids[i] = i == 0 ? o.prompt[0] : int(3 + (i * 7919) % (info.vocab_size - 3));
-        at_ids.push_back(ids);
+      for (size_t a = 0; a < o.at.size(); ++a)
         for (size_t k = 0; k < sessions.size(); ++k) {
-          AtRun r{p, k, a == 0 ? nullptr : model.new_session(capacity, nn::parse_kv_type(kv_names[k], "--kv-cache")), {}};
-          models::Session& se = r.session(sessions);
-          se.reset();
-          model.decode(se, ids.data(), p);  // the cache now holds p positions
+          AtRun r{o.at[a], k, &at_ids[a], sessions[k].get(), nullptr, {}};
+          if (a > 0) {
+            r.own = model.new_session(capacity, nn::parse_kv_type(kv_names[k], "--kv-cache"));
+            r.session = r.own.get();
+          }
+          r.session->reset();
+          model.decode(*r.session, r.ids->data(), r.p);  // the cache now holds p positions
           at_runs.push_back(std::move(r));
         }
-      }
       for (int round = 0; round <= 5; ++round)
-        for (size_t x = 0; x < at_runs.size(); ++x) {
-          AtRun& r = at_runs[x];
-          models::Session& se = r.session(sessions);
-          const std::vector<int>& ids = at_ids[x / sessions.size()];
-          se.cache.truncate(r.p);
+        for (AtRun& r : at_runs) {
+          r.session->cache.truncate(r.p);
           const double t0 = now_ms();
-          for (int i = 0; i < kAtSteps; ++i) model.decode(se, &ids[size_t(r.p) + i], 1);
+          for (int i = 0; i < kAtSteps; ++i) model.decode(*r.session, &(*r.ids)[size_t(r.p) + i], 1);
           const double ms = now_ms() - t0;
           if (round > 0) r.tok_s.push_back(kAtSteps / (ms / 1000));
         }

@@ -14,8 +14,8 @@
 //            e_Rb; then per element d
 //              out_d += (float(Σ_{j∈R} h_j·v_jd) + float(Σ_{j∈R} l_j·v_jd)·2^-15) · e_Rb
 //            over the runs in order (|h|·127·256 < 2^31: the run's integer sums exact). The vector code
-//            pairs keys (bytes of keys j and j+1 interleaved, so one i32x4.dot_i16x8_s lane is
-//            h_j·v_jd + h_j+1·v_j+1,d).
+//            pairs keys (the values of keys j and j+1 widened to int16 and interleaved, so one
+//            i32x4.dot_i16x8_s lane is h_j·v_jd + h_j+1·v_j+1,d).
 // So the only rounding beyond the f32 cache's is the cache's own 8 bits (tests/cpp/test_nn_kv_q8.cpp
 // checks against float64 attention on the dequantized cache, tests/fixtures/make_kv_q8_fixtures.py).
 // The vector code and the scalar twins (namespace ref) perform the same float operations in the same
@@ -133,14 +133,6 @@ void quantize_query_simd(const float* x, int hd, int16_t* qh, int16_t* ql, float
 
 // 4 int32 lanes: the sums of s[0..3]'s lanes.
 inline __m128i sum4(const __m128i (&s)[4]) { return _mm_hadd_epi32(_mm_hadd_epi32(s[0], s[1]), _mm_hadd_epi32(s[2], s[3])); }
-// int16 lanes 4..7 → int32.
-inline __m128i hi_i32(__m128i v) {
-#if defined(__wasm_simd128__)
-  return wasm_i32x4_extend_high_i16x8(v);
-#else
-  return _mm_cvtepi16_epi32(_mm_srli_si128(v, 8));
-#endif
-}
 }  // namespace
 
 void attention_scores_q8(const float* q, const Q8Rows& k, int hd, int count, float scale, float* scores) noexcept {
