@@ -1,8 +1,9 @@
 // Dot products with super-block weights (q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs: 256 weights with 8
 // or 16 integer sub-block scales, quant_blocks.h) against q8_K activations (quant_scalar.h). Per
 // super-block and row, everything stays in int32 lanes: each sub-block's Σ q·xq (the quants widened
-// to int16, i32x4.dot_i16x8_s with the activations), times its integer scale (i32x4.mul; q4_K: two
-// sub-blocks' lanes as int16 pairs against their two scales in one i32x4.dot_i16x8_s), summed;
+// to int16, i32x4.dot_i16x8_s with the activations), times its integer scale (two sub-blocks' lanes
+// as int16 pairs against their two scales in one i32x4.dot_i16x8_s, pair_scaled; iq4_xs, whose
+// lanes exceed int16, by i32x4.mul), summed;
 // the mins (q2_K/q4_K/q5_K) and the offsets of the signed types (q3_K: q − 4, q6_K: q − 32, which
 // the kernels keep unsigned) come from the activations' sums per 16 (bsums) in one more
 // dot_i16x8 pair. One float multiply-add per super-block and row then applies d·dx (and dmin·dx).
@@ -20,6 +21,23 @@ namespace attnlens::kernels::qsimd {
 namespace {
 
 inline __m128i mul_scale(__m128i s, int scale) { return _mm_mullo_epi32(s, _mm_set1_epi32(scale)); }
+
+// sc·s0 + sc'·s1 per lane: the int32 sums of two sub-blocks, each lane within int16 (the callers
+// bound them), interleaved as int16 pairs against the scale pair (sc, sc') in every lane, in one
+// i32x4.dot_i16x8_s instead of an i32x4.mul per sub-block. Exact, as the products and sums fit int32.
+inline __m128i pair_scaled(__m128i s0, __m128i s1, __m128i scale_pair) {
+  return _mm_madd_epi16(_mm_blend_epi16(s0, _mm_slli_epi32(s1, 16), 0xAA), scale_pair);
+}
+
+// Lane t (0..3, a constant once unrolled) of v in every lane.
+inline __m128i splat_lane(__m128i v, int t) {
+  switch (t) {
+    case 0: return _mm_shuffle_epi32(v, 0x00);
+    case 1: return _mm_shuffle_epi32(v, 0x55);
+    case 2: return _mm_shuffle_epi32(v, 0xAA);
+    default: return _mm_shuffle_epi32(v, 0xFF);
+  }
+}
 
 // Σ over 16 elements in int16 lanes (even: the 8 even elements, odd: the 8 odd ones) × x in
 // Layout::EvenOdd16.
@@ -88,23 +106,26 @@ inline __m128 k45_superblock(const uint8_t* blk, const int16_t* x, const int16_t
                                          dot_eo(_mm_and_si128(v1, m), _mm_and_si128(_mm_srli_epi16(v1, 8), m), xc + 16));
       const __m128i s_hi = _mm_add_epi32(dot_eo(_mm_and_si128(_mm_srli_epi16(v0, 4), m), _mm_srli_epi16(v0, 12), xc + 32),
                                          dot_eo(_mm_and_si128(_mm_srli_epi16(v1, 4), m), _mm_srli_epi16(v1, 12), xc + 48));
-      // Both scales in one i32x4.dot_i16x8_s: each lane of s_lo / s_hi is a sum of 8 products
-      // (|·| ≤ 8·15·127 = 15240) and fits int16, so lane j of (s_lo, s_hi) interleaved as int16 pairs
-      // times the pair (sc[2c], sc[2c+1]) is sc[2c]·s_lo[j] + sc[2c+1]·s_hi[j]: mul_scale's lanes.
-      const __m128i pair = _mm_blend_epi16(s_lo, _mm_slli_epi32(s_hi, 16), 0xAA);
-      isum = _mm_add_epi32(isum, _mm_madd_epi16(pair, _mm_set1_epi32(sc16[c])));
+      // Each lane of s_lo / s_hi sums 8 products (|·| ≤ 8·15·128 = 15360): both scales in one dot.
+      isum = _mm_add_epi32(isum, pair_scaled(s_lo, s_hi, _mm_set1_epi32(sc16[c])));
       continue;
     }
     __m128i lo0 = nib_lo(v0), lo1 = nib_lo(v1), hi0 = nib_hi(v0), hi1 = nib_hi(v1);
-    if constexpr (Q5) {  // 5th bit of element 64c + l: bit 2c of qh[l]; of 64c + 32 + l: bit 2c + 1
-      lo0 = _mm_or_si128(lo0, bit_to(h0, 2 * c, 4, 0x10));
-      lo1 = _mm_or_si128(lo1, bit_to(h1, 2 * c, 4, 0x10));
-      hi0 = _mm_or_si128(hi0, bit_to(h0, 2 * c + 1, 4, 0x10));
-      hi1 = _mm_or_si128(hi1, bit_to(h1, 2 * c + 1, 4, 0x10));
+    if constexpr (Q5) {
+      // 5th bit of element 64c + l: bit 2c of qh[l]; of 64c + 32 + l: bit 2c + 1. h0 / h1 move down
+      // by 2 bits per c (16-bit shifts: bits 0-1 of each byte come from its own bits 2-3), so those
+      // are bits 0 and 1 here: constant shifts, whatever c.
+      lo0 = _mm_or_si128(lo0, bit_to(h0, 0, 4, 0x10));
+      lo1 = _mm_or_si128(lo1, bit_to(h1, 0, 4, 0x10));
+      hi0 = _mm_or_si128(hi0, bit_to(h0, 1, 4, 0x10));
+      hi1 = _mm_or_si128(hi1, bit_to(h1, 1, 4, 0x10));
+      h0 = _mm_srli_epi16(h0, 2);
+      h1 = _mm_srli_epi16(h1, 2);
     }
     const __m128i s_lo = _mm_add_epi32(dot16_u8(lo0, xc), dot16_u8(lo1, xc + 16));
     const __m128i s_hi = _mm_add_epi32(dot16_u8(hi0, xc + 32), dot16_u8(hi1, xc + 48));
-    isum = _mm_add_epi32(isum, _mm_add_epi32(mul_scale(s_lo, sc[2 * c]), mul_scale(s_hi, sc[2 * c + 1])));
+    // Each lane sums 8 products (|·| ≤ 8·31·128 = 31744): both scales in one dot, as q4_K's.
+    isum = _mm_add_epi32(isum, pair_scaled(s_lo, s_hi, _mm_set1_epi32(sc16[c])));
   }
   acc = scale_add(acc, isum, f16(blk) * dx);
   return _mm_sub_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(k4_mins(mn, bs)), _mm_set1_ps(f16(blk + 2) * dx)));
@@ -130,11 +151,25 @@ struct Q5_K {
 //   e = 128h + 64 + l  ql[l] high nibble     | qh[l] bits 4-5 << 4    sub-block 8h + 4 + g
 //   e = 128h + 96 + l  ql[l + 32] high nibble| qh[l] bits 6-7 << 4    sub-block 8h + 6 + g
 // (The masks are applied before the 16-bit shifts, so no bit crosses into the other byte.)
+// Row t of that table (t = 0..3) holds sub-blocks 8h + 2t (g = 0) and 8h + 2t + 1 (g = 1): their
+// scales as one int16 pair, and their sums as one, in one i32x4.dot_i16x8_s (as q4_K's pairs).
 struct Q6_K {
   static constexpr int kBytes = qb::kBytesQ6K;
+  // The 6-bit quants of row t of half h for l = 16g … 16g + 15 (l0 = ql[16g..], l1 = ql[32 + 16g..],
+  // hb = qh[16g..]).
+  static __m128i quants(__m128i l0, __m128i l1, __m128i hb, int t) {
+    switch (t) {
+      case 0: return _mm_or_si128(nib_lo(l0), _mm_slli_epi16(_mm_and_si128(hb, bytes(0x03)), 4));
+      case 1: return _mm_or_si128(nib_lo(l1), _mm_slli_epi16(_mm_and_si128(hb, bytes(0x0C)), 2));
+      case 2: return _mm_or_si128(nib_hi(l0), _mm_and_si128(hb, bytes(0x30)));
+      default: return _mm_or_si128(nib_hi(l1), _mm_srli_epi16(_mm_and_si128(hb, bytes(0xC0)), 2));
+    }
+  }
   static __m128 superblock(const uint8_t* blk, const int16_t* x, const int16_t* bs, float dx, __m128 acc,
                            const F16& f16) {
-    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    // Lane p of pairs[h] = (sc[8h + 2p], sc[8h + 2p + 1]) as two int16: the scales of row p's two sub-blocks.
+    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
+    const __m128i pairs[2] = {lo_s16(s8), hi_s16(s8)};
     __m128i isum = _mm_setzero_si128();
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
@@ -142,56 +177,64 @@ struct Q6_K {
     for (int h = 0; h < 2; ++h) {
       const uint8_t* ql = blk + 64 * h;
       const uint8_t* qh = blk + 128 + 32 * h;
-      const int8_t* s = sc + 8 * h;
       const int16_t* xh = x + 128 * h;
-      for (int g = 0; g < 2; ++g) {
-        const __m128i l0 = load16(ql + 16 * g), l1 = load16(ql + 32 + 16 * g), hb = load16(qh + 16 * g);
-        const __m128i qa = _mm_or_si128(nib_lo(l0), _mm_slli_epi16(_mm_and_si128(hb, bytes(0x03)), 4));
-        const __m128i qb = _mm_or_si128(nib_lo(l1), _mm_slli_epi16(_mm_and_si128(hb, bytes(0x0C)), 2));
-        const __m128i qc = _mm_or_si128(nib_hi(l0), _mm_and_si128(hb, bytes(0x30)));
-        const __m128i qd = _mm_or_si128(nib_hi(l1), _mm_srli_epi16(_mm_and_si128(hb, bytes(0xC0)), 2));
-        const int16_t* xg = xh + 16 * g;
-        isum = _mm_add_epi32(isum, _mm_add_epi32(mul_scale(dot16_u8(qa, xg), s[g]), mul_scale(dot16_u8(qb, xg + 32), s[2 + g])));
-        isum = _mm_add_epi32(isum, _mm_add_epi32(mul_scale(dot16_u8(qc, xg + 64), s[4 + g]), mul_scale(dot16_u8(qd, xg + 96), s[6 + g])));
+      const __m128i l00 = load16(ql), l10 = load16(ql + 32), hb0 = load16(qh);            // g = 0
+      const __m128i l01 = load16(ql + 16), l11 = load16(ql + 48), hb1 = load16(qh + 16);  // g = 1
+#if defined(__clang__)
+#pragma clang loop unroll(full)
+#endif
+      for (int t = 0; t < 4; ++t) {
+        // Each lane of s0 / s1 sums 4 products (|·| ≤ 4·63·128 = 32256): it fits int16.
+        const __m128i s0 = dot16_u8(quants(l00, l10, hb0, t), xh + 32 * t);
+        const __m128i s1 = dot16_u8(quants(l01, l11, hb1, t), xh + 32 * t + 16);
+        isum = _mm_add_epi32(isum, pair_scaled(s0, s1, splat_lane(pairs[h], t)));
       }
     }
     // − 32·Σ_j sc_j·bsums_j: the offset of the unsigned quants (32·|sc| ≤ 4096 fits int16).
-    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
-    const __m128i c_lo = _mm_slli_epi16(lo_s16(s8), 5), c_hi = _mm_slli_epi16(hi_s16(s8), 5);
-    isum = _mm_sub_epi32(isum, bsum_dot(c_lo, c_hi, bs));
+    isum = _mm_sub_epi32(isum, bsum_dot(_mm_slli_epi16(pairs[0], 5), _mm_slli_epi16(pairs[1], 5), bs));
     return scale_add(acc, isum, f16(blk + 208) * dx);
   }
 };
 
 // ---- q3_K: 16 sub-blocks of 16, 6-bit scales − 32, q − 4 -----------------------------------------
+// The 16 scales (quant_blocks.h's k3_scale) as int8 from the 12 scale bytes s: low 4 bits of
+// scale j from byte j (j < 8) or the high nibble of byte j − 8; high 2 bits from byte 8 + j % 4,
+// bits 2·(j / 4) and up (vector lane group j / 4 holds bytes 8..11 shifted by 2·(j / 4)).
+inline __m128i k3_scales(const uint8_t* s) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s));
+  const __m128i low = _mm_unpacklo_epi64(nib_lo(b), nib_hi(b));
+  const uint32_t h = qb::u32(s + 8);
+  const __m128i high = _mm_and_si128(_mm_set_epi32(int(h >> 6), int(h >> 4), int(h >> 2), int(h)), bytes(0x03));
+  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), bytes(32));
+}
 // Element e = 128h + 32s + l: low 2 bits = bits 2s..2s+1 of qs[32h + l], high bit = bit 4h + s of
 // hmask[l]; l < 16 is sub-block 8h + 2s, l ≥ 16 sub-block 8h + 2s + 1.
 struct Q3_K {
   static constexpr int kBytes = qb::kBytesQ3K;
   static __m128 superblock(const uint8_t* blk, const int16_t* x, const int16_t* bs, float dx, __m128 acc,
                            const F16& f16) {
-    int16_t sc[16];
-    for (int j = 0; j < 16; ++j) sc[j] = int16_t(qb::k3_scale(blk + 96, j));
+    const __m128i sc8 = k3_scales(blk + 96);
+    const __m128i c_lo = lo_s16(sc8), c_hi = hi_s16(sc8);  // sc[0..8), sc[8..16) as int16
+    alignas(16) int32_t pairs[8];  // (sc[2p], sc[2p + 1]) as two int16
+    _mm_store_si128(reinterpret_cast<__m128i*>(pairs), c_lo);
+    _mm_store_si128(reinterpret_cast<__m128i*>(pairs + 4), c_hi);
     const __m128i m0 = load16(blk), m1 = load16(blk + 16);
     __m128i isum = _mm_setzero_si128();
     for (int h = 0; h < 2; ++h) {
       const __m128i q0 = load16(blk + 32 + 32 * h), q1 = load16(blk + 48 + 32 * h);
 #if defined(__clang__)
-#pragma clang loop unroll(disable)
+#pragma clang loop unroll(full)
 #endif
       for (int s = 0; s < 4; ++s) {
         const int hbit = 4 * h + s;
         const __m128i lo = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q0, 2 * s), bytes(0x03)), bit_to(m0, hbit, 2, 0x04));
         const __m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q1, 2 * s), bytes(0x03)), bit_to(m1, hbit, 2, 0x04));
         const int16_t* xs = x + 128 * h + 32 * s;
-        const int j = 8 * h + 2 * s;
-        isum = _mm_add_epi32(isum, _mm_add_epi32(mul_scale(dot16_u8(lo, xs), sc[j]), mul_scale(dot16_u8(hi, xs + 16), sc[j + 1])));
+        // Lanes of ≤ 4·7·128 = 3584 in magnitude; the scale pair (sc[j], sc[j + 1]), j = 8h + 2s.
+        isum = _mm_add_epi32(isum, pair_scaled(dot16_u8(lo, xs), dot16_u8(hi, xs + 16), _mm_set1_epi32(pairs[4 * h + s])));
       }
     }
     // − 4·Σ_j sc_j·bsums_j (the quants were kept as q + 4 ∈ [0, 8)).
-    __m128i c_lo, c_hi;
-    std::memcpy(&c_lo, sc, 16);
-    std::memcpy(&c_hi, sc + 8, 16);
     isum = _mm_sub_epi32(isum, bsum_dot(_mm_slli_epi16(c_lo, 2), _mm_slli_epi16(c_hi, 2), bs));
     return scale_add(acc, isum, f16(blk + 108) * dx);
   }
@@ -204,8 +247,9 @@ struct Q2_K {
   static __m128 superblock(const uint8_t* blk, const int16_t* x, const int16_t* bs, float dx, __m128 acc,
                            const F16& f16) {
     const __m128i sm = load16(blk);  // scale | min << 4, per sub-block
-    alignas(16) uint8_t sc[16];
-    _mm_store_si128(reinterpret_cast<__m128i*>(sc), nib_lo(sm));
+    alignas(16) int32_t pairs[8];  // (sc[2p], sc[2p + 1]) as two int16
+    _mm_store_si128(reinterpret_cast<__m128i*>(pairs), lo_u16(nib_lo(sm)));
+    _mm_store_si128(reinterpret_cast<__m128i*>(pairs + 4), hi_u16(nib_lo(sm)));
     __m128i isum = _mm_setzero_si128();
     for (int h = 0; h < 2; ++h) {
       const __m128i q0 = load16(blk + 16 + 32 * h), q1 = load16(blk + 32 + 32 * h);
@@ -216,8 +260,8 @@ struct Q2_K {
         const __m128i lo = _mm_and_si128(_mm_srli_epi16(q0, 2 * s), bytes(0x03));
         const __m128i hi = _mm_and_si128(_mm_srli_epi16(q1, 2 * s), bytes(0x03));
         const int16_t* xs = x + 128 * h + 32 * s;
-        const int j = 8 * h + 2 * s;
-        isum = _mm_add_epi32(isum, _mm_add_epi32(mul_scale(dot16_u8(lo, xs), sc[j]), mul_scale(dot16_u8(hi, xs + 16), sc[j + 1])));
+        // Lanes of ≤ 4·3·128 = 1536 in magnitude; the scale pair (sc[j], sc[j + 1]), j = 8h + 2s.
+        isum = _mm_add_epi32(isum, pair_scaled(dot16_u8(lo, xs), dot16_u8(hi, xs + 16), _mm_set1_epi32(pairs[4 * h + s])));
       }
     }
     const __m128i mins = nib_hi(sm);
