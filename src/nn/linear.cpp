@@ -35,12 +35,17 @@ void linear_rows(const Linear& l, int first, int count, const float* x, int n, f
 
 }  // namespace
 
-RowSplit row_split(int rows, int n) {
-  // Up to 24 tasks (a balanced share for 1, 2, 3, 4, 6 or 8 threads, and spare ones for a thread
-  // that another process slows down), each at least 32 rows (decode: long enough streams through W)
-  // or 64 (prefill: every task packs x again), a multiple of 4 (the kernels' 4-row passes).
+RowSplit row_split(int rows, int n, int threads) {
+  // Prefill: up to 24 tasks (a balanced share for 1, 2, 3, 4, 6 or 8 threads, and spare ones for a
+  // thread that another process slows down), each at least 64 rows (every task packs x again).
+  // Decode: one task per thread, at least 32 rows: each task's walk through W (kernels' walk_rows: 2
+  // or 4 sequential streams) is then as long as it can be. Blocks of 32 rows ran 1.3-1.8x slower
+  // from DRAM than one block per matrix (q4_K, q6_K, q8_0, one thread: bench/README.md), as the
+  // hardware prefetcher restarts with every block. A multiple of 4 rows (the kernels' 4-row passes).
+  // Each row of a decode comes out with the same bits whatever block it is in (test_nn_threads).
   constexpr int kMaxTasks = 24;
-  int r = std::max((rows + kMaxTasks - 1) / kMaxTasks, n == 1 ? 32 : 64);
+  int r = n == 1 ? std::max((rows + std::max(threads, 1) - 1) / std::max(threads, 1), 32)
+                 : std::max((rows + kMaxTasks - 1) / kMaxTasks, 64);
   r = (r + 3) / 4 * 4;
   return RowSplit{r, rows > 0 ? (rows + r - 1) / r : 0};
 }
@@ -105,7 +110,7 @@ struct alignas(16) Unit {
 
 void linear(const Linear& l, const float* x, int n, float* y) {
   const int out = l.w.rows;
-  const RowSplit split = row_split(out, n);
+  const RowSplit split = row_split(out, n, parallel::current_threads());
   if (split.tasks <= 1) return linear_rows(l, 0, out, x, n, y);
   if (n == 1) {
     DecodePart part{&l, y, split, 0, nullptr};
@@ -154,7 +159,7 @@ void linears(std::initializer_list<LinearOutput> outputs, const float* x, int n)
   DecodePart parts[4];
   int count = 0, tasks = 0;
   for (const LinearOutput& o : outputs) {
-    parts[count] = DecodePart{o.layer, o.y, row_split(o.layer->out(), 1), tasks, nullptr};
+    parts[count] = DecodePart{o.layer, o.y, row_split(o.layer->out(), 1, parallel::current_threads()), tasks, nullptr};
     tasks += parts[count].split.tasks;
     ++count;
   }

@@ -34,7 +34,7 @@ struct Linear {
 };
 
 // y[n, out] = x[n, in] · Wᵀ + b: matmul for prefill, matvec for a single token. Split over the
-// calling thread's threads (core/parallel.h) in blocks of rows of W fixed by row_split(): the result
+// calling thread's threads (core/parallel.h) in blocks of rows of W given by row_split(): the result
 // is the same, bit for bit, whatever the number of threads.
 void linear(const Linear& l, const float* x, int n, float* y);
 
@@ -48,12 +48,13 @@ struct LinearOutput {
 void linears(std::initializer_list<LinearOutput> outputs, const float* x, int n);
 
 // How linear() splits a matrix of `rows` rows for n input rows: `tasks` blocks of `rows` rows each
-// (the last one shorter). Depends on the shape only.
+// (the last one shorter). Prefill (n > 1): by the shape only, as its blocks' results depend on them.
+// Decode (n == 1): one block per thread of `threads`, as every row's result is the same in any block.
 struct RowSplit {
   int rows = 0;
   int tasks = 0;
 };
-RowSplit row_split(int rows, int n);
+RowSplit row_split(int rows, int n, int threads);
 
 // Copies row `index` of an embedding table [rows, cols] into out[cols] (widened / dequantized).
 void embedding_row(const Matrix& table, int index, float* out);

@@ -28,16 +28,26 @@ std::vector<float> run(const Linear& l, const std::vector<float>& x, int n, int 
 
 }  // namespace
 
-TEST_CASE("row_split: blocks of whole 4-row groups covering the matrix, independent of threads", "[nn][threads]") {
+TEST_CASE("row_split: blocks of whole 4-row groups covering the matrix; prefill's independent of threads, decode's one per thread",
+          "[nn][threads]") {
   for (int rows : {1, 3, 4, 31, 32, 33, 100, 288, 768, 1376, 2048, 32000, 128256}) {
     for (int n : {1, 2, 64}) {
-      const RowSplit s = row_split(rows, n);
-      INFO(rows << " rows, n = " << n);
-      REQUIRE(s.tasks >= 1);
-      CHECK(s.rows % 4 == 0);
-      CHECK(s.tasks <= 24);
-      CHECK(size_t(s.rows) * (s.tasks - 1) < size_t(rows));  // no empty block
-      CHECK(size_t(s.rows) * s.tasks >= size_t(rows));
+      for (int threads : {1, 2, 3, 4, 8}) {
+        const RowSplit s = row_split(rows, n, threads);
+        INFO(rows << " rows, n = " << n << ", " << threads << " threads");
+        REQUIRE(s.tasks >= 1);
+        CHECK(s.rows % 4 == 0);
+        CHECK(s.tasks <= 24);
+        CHECK(size_t(s.rows) * (s.tasks - 1) < size_t(rows));  // no empty block
+        CHECK(size_t(s.rows) * s.tasks >= size_t(rows));
+        if (n > 1) {
+          const RowSplit one = row_split(rows, n, 1);
+          CHECK((s.rows == one.rows && s.tasks == one.tasks));
+        } else {
+          CHECK(s.tasks <= threads);                      // one long block per thread
+          CHECK((s.tasks == threads || s.rows <= 35));     // fewer only where the blocks would be < 32 rows
+        }
+      }
     }
   }
 }
