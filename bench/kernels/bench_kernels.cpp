@@ -265,12 +265,15 @@ void bench_quant(const Options& o, attnlens::DType dt, const Shape& s, bool quic
 // With rand42M (block-of-32 types only), the shape of the peers' rand42M GGUFs (dim 512, hidden
 // 1376, 8 layers, vocab 32000: 41.7M weights, 23 MB in q4_0, 44 MB in q8_0, both more than
 // the 32 MiB L3): streamed from memory as in the whole-model decode (bench/models.mjs).
-void bench_decode(const Options& o, attnlens::DType dt, bool rand42m = false) {
+// With block_rows > 0 (kernel "decode_blocks"), each matrix goes through matmul_q_rows (matvec for
+// f32) in blocks of that many rows, x quantized once per matrix: how nn::linear split a decode
+// before it took one block per thread (32 rows), for comparison with whole matrices.
+void bench_decode(const Options& o, attnlens::DType dt, bool rand42m = false, int block_rows = 0) {
   const bool f32 = dt == attnlens::DType::F32;
   const bool sb = !f32 && attnlens::dtype_block_elems(dt) == 256;
   char name[96];
-  std::snprintf(name, sizeof name, "decode_%s %s", attnlens::dtype_name(dt),
-                rand42m ? "rand42M" : sb ? "stories110M" : "stories15M");
+  std::snprintf(name, sizeof name, "decode_%s %s%s", attnlens::dtype_name(dt),
+                rand42m ? "rand42M" : sb ? "stories110M" : "stories15M", block_rows ? " blocks" : "");
   if (!selected(o, name)) return;
   const int dim = rand42m ? 512 : sb ? 768 : 288, hidden = rand42m ? 1376 : sb ? 2048 : 768;
   const int layers = rand42m ? 8 : sb ? 12 : 6, vocab = 32000;
@@ -299,8 +302,24 @@ void bench_decode(const Options& o, attnlens::DType dt, bool rand42m = false) {
   auto x = randn(hidden, 8);
   std::vector<float> y(vocab);
   const double flops = 2.0 * double(weights), bytes = f32 ? 4.0 * double(total) : double(total);
+#ifndef ATTNLENS_BENCH_SCALAR  // (the scalar build has the references only)
+  std::vector<uint8_t> xq(f32 ? 0 : k::quantized_rows_bytes(dt, 1, hidden) + 16);
+  auto* xq16 = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(xq.data()) + 15) & ~uintptr_t(15));
+#endif
   auto run = [&](bool ref) {
     for (const Mat& mt : mats) {
+#ifndef ATTNLENS_BENCH_SCALAR
+      if (block_rows > 0) {
+        if (!f32) k::quantize_rows(dt, x.data(), 1, mt.k, xq16);
+        const size_t row_bytes = f32 ? size_t(mt.k) : attnlens::dtype_bytes(dt, size_t(mt.k));
+        for (int r = 0; r < mt.m; r += block_rows) {
+          const int rows = std::min(block_rows, mt.m - r);
+          if (f32) k::matvec(x.data(), wf.data() + mt.off + row_bytes * r, nullptr, y.data() + r, mt.k, rows);
+          else k::matmul_q_rows(dt, x.data(), xq16, wq.data() + mt.off + row_bytes * r, nullptr, y.data() + r, 1, mt.k, rows);
+        }
+        continue;
+      }
+#endif
       if (!f32) {
         if (ref) k::ref::matmul_q(dt, x.data(), wq.data() + mt.off, nullptr, y.data(), 1, mt.k, mt.m);
         else k::matmul_q(dt, x.data(), wq.data() + mt.off, nullptr, y.data(), 1, mt.k, mt.m);
@@ -314,11 +333,11 @@ void bench_decode(const Options& o, attnlens::DType dt, bool rand42m = false) {
 #ifndef ATTNLENS_BENCH_SCALAR
   if (o.simd) {
     Timing t = time_it(o, [&] { run(false); });
-    print_line("simd", "decode", attnlens::dtype_name(dt), 1, int(weights), int(mats.size()), flops, bytes, t,
-               checksum(y));
+    print_line("simd", block_rows ? "decode_blocks" : "decode", attnlens::dtype_name(dt), 1, int(weights),
+               int(mats.size()), flops, bytes, t, checksum(y));
   }
 #endif
-  if (o.ref) {
+  if (o.ref && !block_rows) {
     Timing t = time_it(o, [&] { run(true); });
     print_line("ref", "decode", attnlens::dtype_name(dt), 1, int(weights), int(mats.size()), flops, bytes, t,
                checksum(y));
@@ -523,6 +542,9 @@ int main(int argc, char** argv) {
   }
   bench_decode(o, DType::F32);
   for (DType dt : quant) bench_decode(o, dt);
+#ifndef ATTNLENS_BENCH_SCALAR
+  for (DType dt : {DType::F32, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) bench_decode(o, dt, false, 32);
+#endif
   if (!quick)
     for (DType dt : {DType::Q8_0, DType::Q4_0}) bench_decode(o, dt, true);
   return 0;
