@@ -61,7 +61,7 @@ const TARGETS = { f32Decode: 0.9, f32Prefill: 0.9, q8Decode: 2.0, wasmVsNative: 
                   intPrefill: { vsF32: 1.8, vsLlamacpp: 1.3 } };  // quantized prefill: ≥ 1.8× our f32, ≤ 1.3× llama.cpp's ms
 const QUANT = ['q4_0', 'q4_k_m'];  // read from the peers' GGUF files
 // tests/js/size.test.mjs's budget for each build (module + JS glue; the pthreads build also its worker script)
-const SIZE_LIMIT = { raw: 1_300_000, gzip: 440_000 };  // tests/js/size.test.mjs
+const SIZE_LIMIT = { raw: 1_300_000, gzip: 450_000 };  // tests/js/size.test.mjs
 // The load average (1, 5, 15 minutes) as printed: the machine is shared, so every run says how busy it was.
 const loadNow = () => loadavg().map((x) => x.toFixed(2)).join(' / ');
 
