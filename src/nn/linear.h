@@ -48,7 +48,7 @@ struct LinearOutput {
 void linears(std::initializer_list<LinearOutput> outputs, const float* x, int n);
 
 // How linear() splits a matrix of `rows` rows for n input rows: `tasks` blocks of `rows` rows each
-// (the last one shorter). Prefill (n > 1): by the shape only, as its blocks' results depend on them.
+// (the last one shorter). Prefill (n > 1): by the shape only (its chunks of x follow the blocks).
 // Decode (n == 1): one block per thread of `threads`, as every row's result is the same in any block.
 struct RowSplit {
   int rows = 0;
