@@ -47,8 +47,21 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
     if (maxNewTokens !== undefined) await page.fill('#max-tokens', String(maxNewTokens));
     if (seed !== undefined) await page.fill('#seed', String(seed));
     if (temperature !== undefined) await page.fill('#temperature', String(temperature));
+    // Every status the stats publish, with Generate's state then: a finished status ("done",
+    // "stopped") comes only once the run is over and Generate is back (app.mjs finalStats), never
+    // from the live rates while the run still completes its last rows.
+    await page.evaluate(() => {
+      const stats = document.querySelector('#stats'), button = document.querySelector('#generate');
+      window.__statusLog?.observer.disconnect();
+      const log = { seen: [], observer: new MutationObserver(() => log.seen.push([stats.dataset.status, button.disabled])) };
+      log.observer.observe(stats, { attributes: true, attributeFilter: ['data-status'] });
+      window.__statusLog = log;
+    });
     await page.click('#generate');
     await page.waitForFunction(() => ['done', 'stopped', 'error'].includes(document.querySelector('#stats').dataset.status), null, { timeout: 120_000 });
+    const seen = await page.evaluate(() => window.__statusLog.seen);
+    const early = seen.filter(([status, disabled]) => ['done', 'stopped'].includes(status) && disabled);
+    assert.deepEqual(early, [], `statuses published while Generate was still disabled (all: ${JSON.stringify(seen)})`);
     return page.evaluate(() => {
       const r = window.attnlens.state.run;
       return { status: r.status, finishReason: r.finishReason, generated: r.stats.generated, n: r.target.ids.length, promptLength: r.promptLength, error: r.error?.message };

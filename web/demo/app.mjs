@@ -294,7 +294,9 @@ function showStats(run) {
   stats.dataset.generated = run ? String(s.generated) : '';
 }
 
-const liveStats = { run: null, render() { if (this.run && this.run === state.run) showStats(this.run); } };
+// The rates while the run streams. Once its tokens are in, the run still completes its last rows
+// (run.mjs completeRows) before Generate comes back: its final status is finalStats' to publish.
+const liveStats = { run: null, render() { if (this.run && this.run === state.run && this.run.status === 'running') showStats(this.run); } };
 
 // Long tasks (> 50 ms) on the main thread during generation, shown under the stats.
 const longTasks = [];
