@@ -12,7 +12,7 @@ import { Analysis } from './analysis.mjs';
 import { exportJson, exportPng } from './export.mjs';
 import { exportBertviz, exportCircuitsvis } from './interop.mjs';
 import { $, clearCssVars, formatBytes, h } from './format.mjs';
-import { invalidate, invalidateSettled, invalidateSoon } from './frame.mjs';
+import { holdStreamed, invalidate, invalidateSettled, invalidateSoon } from './frame.mjs';
 import { loadErrorText, runErrorText, showMessage } from './messages.mjs';
 import { enableOffline } from './offline.mjs';
 import { encode } from './encode.mjs';
@@ -384,8 +384,12 @@ async function onGenerate() {
   const run = await generate(model, prompt, settings, {
     signal: ac.signal,
     onUpdate: (r, what) => {
-      if (what === 'start') state.set({ run: r, query: state.pinned ? state.query : null });
-      else state.emit(['rows']);
+      if (what === 'start') {
+        state.set({ run: r, query: state.pinned ? state.query : null });
+        holdStreamed();
+      } else {
+        state.emit(['rows']);
+      }
       // the live rates are redrawn with the views (a few times a second), not at every token
       liveStats.run = r;
       if (what === 'start') invalidate(liveStats);

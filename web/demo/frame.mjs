@@ -13,7 +13,8 @@
 //   it, while the views still update 4–8 times a second. (The browser's raster and compositing of a
 //   redraw cost the engine more than the main thread's part that is measured here: on 2 cores, a
 //   cycle every ≥ 66 ms and 16 × cost left the page at 75–84% of Node's rate, every ≥ 125 ms and
-//   32 × cost at 91–99%; bench/browser.mjs --only stream, bench/README.md.)
+//   32 × cost at 91–99%; bench/browser.mjs --only stream, bench/README.md.) A run's first cycle
+//   waits one interval after the run starts (holdStreamed), when its views were just drawn in full.
 
 const dirty = new Set();     // render in the next frame
 let cycle = new Set();       // streamed redraws of the running cycle, one per frame
@@ -26,6 +27,7 @@ let ending = false;          // its last view is drawn: the frame's cost is bein
 let cycleStart = 0;
 let cycleCost = 0;           // ms: the cycle's frames, from their start to the task after them
 let nextCycleAt = 0;
+let interval = 0;            // ms between the last cycle's start and the next one's (0 before the first)
 
 const MIN_INTERVAL_MS = 125;
 const MAX_INTERVAL_MS = 250;
@@ -80,7 +82,7 @@ function drawSettled() {
 function endCycle() {
   open = false;
   ending = false;
-  const interval = Math.min(MAX_INTERVAL_MS, Math.max(MIN_INTERVAL_MS, COST_SHARE * cycleCost));
+  interval = Math.min(MAX_INTERVAL_MS, Math.max(MIN_INTERVAL_MS, COST_SHARE * cycleCost));
   nextCycleAt = settled.size ? 0 : cycleStart + interval;  // the run is over: no waiting
   cycleCost = 0;
   startCycle();
@@ -122,6 +124,16 @@ export function invalidateSoon(view) {
   if (dirty.has(view) || cycle.has(view)) return;
   pending.add(view);
   startCycle();
+}
+
+/**
+ * A run starts (its views are drawn in full by invalidate()): its first streamed redraws wait one
+ * interval, as after a cycle (the last one's, or the shortest before any). A run that ends sooner is
+ * drawn once, when it ends: a 100-token kjv-gpt2 run takes ~0.1 s, and its tokens no longer share
+ * the cores with a cycle's frames (25-40 ms of main-thread CPU each).
+ */
+export function holdStreamed() {
+  nextCycleAt = performance.now() + (interval || MIN_INTERVAL_MS);
 }
 
 /**
