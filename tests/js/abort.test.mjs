@@ -40,7 +40,7 @@ describe('generation', { skip: noSmall }, () => {
         timer ??= setTimeout(() => { controller.abort(); after = 0; }, 5);  // a timer, started at the first token
       },
     });
-    // The timer fires between two tokens (generation yields to the event loop after each), and no
+    // The timer fires between two tokens (generation turns the event loop every few ms), and no
     // token follows it; how long that takes is for bench/, not this test.
     assert.equal(r.finishReason, 'aborted');
     assert.equal(after, 0);

@@ -15,9 +15,13 @@ import { defaultThreads, getModule, instanceLost, onEngineLost, reserveThreads, 
 export const STOP_FLAG = Symbol('attnlens.stopFlag');
 import * as check from './validate.mjs';
 
-// Yields to the event loop without the ≥ 4 ms clamp of nested setTimeout(0): abort signals and UI
-// events get through between two tokens.
-const yieldToEventLoop = (() => {
+// Yields to the event loop without the ≥ 4 ms clamp of nested setTimeout(0), once at least
+// YIELD_EVERY_MS have passed since the last time: abort signals, a worker's messages (abort, pull)
+// and UI events get through within a few ms, and a small model's steps (kjv-gpt2: ~1 ms) do not each
+// pay a turn of the loop (in a browser, a MessageChannel round trip through the browser's message
+// pipes). Otherwise a resolved promise: the consumer's microtasks still run between two steps.
+const YIELD_EVERY_MS = 4;
+const turnOfEventLoop = (() => {
   if (typeof setImmediate === 'function') return () => new Promise((r) => setImmediate(r));
   if (typeof MessageChannel === 'function') {
     const channel = new MessageChannel();
@@ -27,6 +31,12 @@ const yieldToEventLoop = (() => {
   }
   return () => new Promise((r) => setTimeout(r, 0));
 })();
+let lastYield = -Infinity;
+async function yieldToEventLoop() {
+  if (performance.now() - lastYield < YIELD_EVERY_MS) return;
+  await turnOfEventLoop();
+  lastYield = performance.now();
+}
 
 // Tokens per prefill step of a generation: a long prompt is fed in chunks with a turn of the event
 // loop between them, so that an AbortSignal (or a worker's abort message) is seen during the prefill.
