@@ -44,8 +44,8 @@ RowSplit row_split(int rows, int n, int threads) {
   // prefetcher restarts with every block. A multiple of 4 rows (the kernels' 4-row passes).
   // Each row of a decode comes out with the same bits whatever block it is in (test_nn_threads).
   constexpr int kMaxTasks = 24;
-  int r = n == 1 ? std::max((rows + std::max(threads, 1) - 1) / std::max(threads, 1), 32)
-                 : std::max((rows + kMaxTasks - 1) / kMaxTasks, 64);
+  const int t = std::max(threads, 1);
+  int r = n == 1 ? std::max((rows + t - 1) / t, 32) : std::max((rows + kMaxTasks - 1) / kMaxTasks, 64);
   r = (r + 3) / 4 * 4;
   return RowSplit{r, rows > 0 ? (rows + r - 1) / r : 0};
 }

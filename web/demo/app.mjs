@@ -384,16 +384,16 @@ async function onGenerate() {
   const run = await generate(model, prompt, settings, {
     signal: ac.signal,
     onUpdate: (r, what) => {
+      // the live rates are redrawn with the views (a few times a second), not at every token
+      liveStats.run = r;
       if (what === 'start') {
         state.set({ run: r, query: state.pinned ? state.query : null });
+        invalidate(liveStats);
         holdStreamed();
       } else {
         state.emit(['rows']);
+        invalidateSoon(liveStats);
       }
-      // the live rates are redrawn with the views (a few times a second), not at every token
-      liveStats.run = r;
-      if (what === 'start') invalidate(liveStats);
-      else invalidateSoon(liveStats);
     },
   });
   const during = longTasks.filter((t) => t.startTime >= t0);
