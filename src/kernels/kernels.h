@@ -58,6 +58,10 @@ bool can_quantize(DType t) noexcept;
 // turn infinities into finite numbers (half.h).
 int64_t first_non_finite(DType t, const uint8_t* p, size_t count) noexcept;
 void quantize_row(DType t, const float* x, uint8_t* out, int k) noexcept;
+// dst[cols, rows] = src[rows, cols]ᵀ for elements of `bytes` bytes (2 or 4: f16/bf16 or f32 bits,
+// moved unchanged), in square tiles so that both sides stay in cache (the loader: GPT-2's Conv1D
+// weights are stored [in, out]).
+void transpose(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols, size_t bytes) noexcept;
 // f16 / bf16 weights W[m, k] with f32 activations (x is not rounded): each weight is widened to f32
 // inside the dot product; prefill widens a panel of W once for all rows of x.
 void matmul_f16(const float* x, const uint16_t* w, const float* bias, float* y, int n, int k, int m) noexcept;

@@ -1,6 +1,8 @@
 // Row and elementwise kernels: dot, softmax, norms, activations, residual add, RoPE.
 // Each loop runs full vectors, then a scalar tail for the last n % W elements.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/kernels.h"
 #include "core/tensor.h"
@@ -264,6 +266,62 @@ void rope_half(float* x, const float* cos, const float* sin, int n_heads, int he
       v[i + half] = a * sin[i] + b * cos[i];
     }
   }
+}
+
+namespace {
+// Element by element through memcpy of a fixed size (one load and one store): file data need not be
+// aligned to the element size. Rows [r0, r1) × columns [c0, c1) of src.
+template <size_t B>
+void transpose_scalar(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols, int64_t r0, int64_t r1,
+                      int64_t c0, int64_t c1) {
+  for (int64_t c = c0; c < c1; ++c)
+#if defined(__clang__)
+#pragma clang loop unroll(disable) vectorize(disable)  // small code: the tiles' edges, f16 files
+#endif
+    for (int64_t r = r0; r < r1; ++r) std::memcpy(dst + (c * rows + r) * B, src + (r * cols + c) * B, B);
+}
+
+// 4-byte elements, 4 × 4 blocks through four vector registers (two rounds of zips), in 32 × 32 tiles
+// so that both sides stay in cache. The bits move unchanged (loads, shuffles and stores only). With
+// vectors wider than 4 lanes (AVX natively) the scalar loop does it all.
+void transpose_4byte(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 32;
+  const int64_t rows4 = W == 4 ? rows - rows % 4 : 0, cols4 = W == 4 ? cols - cols % 4 : 0;
+  if constexpr (W == 4) {
+    const auto at = [](const uint8_t* p, int64_t i) { return reinterpret_cast<const float*>(p + 4 * i); };
+    for (int64_t r0 = 0; r0 < rows4; r0 += kTile)
+      for (int64_t c0 = 0; c0 < cols4; c0 += kTile) {
+        const int64_t r1 = std::min(rows4, r0 + kTile), c1 = std::min(cols4, c0 + kTile);
+        for (int64_t r = r0; r < r1; r += 4)
+          for (int64_t c = c0; c < c1; c += 4) {
+            // Rows r … r + 3 (x0 … x3), 4 elements each.
+            const Vec x0 = load(at(src, r * cols + c)), x1 = load(at(src, (r + 1) * cols + c));
+            const Vec x2 = load(at(src, (r + 2) * cols + c)), x3 = load(at(src, (r + 3) * cols + c));
+            const Vec lo02 = xsimd::zip_lo(x0, x2), hi02 = xsimd::zip_hi(x0, x2);  // x0₀ x2₀ x0₁ x2₁ | x0₂ x2₂ x0₃ x2₃
+            const Vec lo13 = xsimd::zip_lo(x1, x3), hi13 = xsimd::zip_hi(x1, x3);
+            float* out = reinterpret_cast<float*>(dst);
+            store(out + c * rows + r, xsimd::zip_lo(lo02, lo13));  // x0₀ x1₀ x2₀ x3₀: column c
+            store(out + (c + 1) * rows + r, xsimd::zip_hi(lo02, lo13));
+            store(out + (c + 2) * rows + r, xsimd::zip_lo(hi02, hi13));
+            store(out + (c + 3) * rows + r, xsimd::zip_hi(hi02, hi13));
+          }
+      }
+  }
+  transpose_scalar<4>(src, dst, rows, cols, 0, rows4, cols4, cols);  // the last cols % 4 columns
+  transpose_scalar<4>(src, dst, rows, cols, rows4, rows, 0, cols);   // the last rows % 4 rows
+}
+
+void transpose_2byte(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
+      transpose_scalar<2>(src, dst, rows, cols, r0, std::min(rows, r0 + kTile), c0, std::min(cols, c0 + kTile));
+}
+}  // namespace
+
+void transpose(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols, size_t bytes) noexcept {
+  if (bytes == 4) transpose_4byte(src, dst, rows, cols);
+  else transpose_2byte(src, dst, rows, cols);
 }
 
 }  // namespace attnlens::kernels

@@ -179,8 +179,7 @@ nn::Matrix Weights::matrix_transposed(const std::string& name, int64_t rows, int
     limits::checked_bytes((where(tensors_) + "tensor " + name).c_str(), {uint64_t(rows), uint64_t(cols), es});
     uint8_t* dst = es == 4 ? reinterpret_cast<uint8_t*>(own_floats(size_t(rows) * size_t(cols)))
                            : own_bytes(size_t(rows) * size_t(cols) * 2);
-    for (int64_t i = 0; i < cols; ++i)
-      for (int64_t j = 0; j < rows; ++j) std::memcpy(dst + (size_t(j) * cols + i) * es, t.data + (size_t(i) * rows + j) * es, es);
+    kernels::transpose(t.data, dst, cols, rows, es);
     const nn::Matrix m = prepare(key, t, dst, t.dtype, rows, cols);
     if (m.data != dst) {  // quantized from the copy: the copy is not needed any more
       if (es == 4) {

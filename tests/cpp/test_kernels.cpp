@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -429,4 +430,21 @@ TEST_CASE("softcap and mul equal the reference", "[kernels]") {
   k::softcap(v, 2, 50.f);
   CHECK(v[0] == Approx(50.0 * std::tanh(1.0)).epsilon(1e-6));
   CHECK(v[1] == Approx(-1e-3).epsilon(1e-5));
+}
+
+TEST_CASE("transpose moves every element of 2 and 4 bytes, unaligned, across tile edges", "[kernels]") {
+  for (size_t bytes : {size_t(2), size_t(4)})
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {1, 70}, {70, 1}, {31, 33}, {37, 70}, {64, 96}, {129, 65}}) {
+      // src at an odd address: file data is not aligned to the element size.
+      std::vector<uint8_t> buf(size_t(rows * cols) * bytes + 1), dst(size_t(rows * cols) * bytes);
+      uint8_t* src = buf.data() + 1;
+      for (size_t i = 0; i < size_t(rows * cols) * bytes; ++i) src[i] = uint8_t(i * 131 + (i >> 8) * 7 + 3);
+      k::transpose(src, dst.data(), rows, cols, bytes);
+      int wrong = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          wrong += std::memcmp(dst.data() + (c * rows + r) * bytes, src + (r * cols + c) * bytes, bytes) != 0;
+      INFO(bytes << "-byte elements, " << rows << " × " << cols);
+      CHECK(wrong == 0);
+    }
 }
