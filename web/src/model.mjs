@@ -5,7 +5,7 @@ import { Attentions } from './attentions.mjs';
 import { describeModel, renderChat } from './chat.mjs';
 import { throwIfAborted } from './errors.mjs';
 import { PieceLabels, idArray } from './pieces.mjs';
-import { openSource, readEntries } from './sources.mjs';
+import { holdingSinks, openSource, readEntries } from './sources.mjs';
 import { defaultThreads, getModule, instanceLost, onEngineLost, reserveThreads, trackOwner } from './wasm.mjs';
 
 /**
@@ -42,6 +42,9 @@ async function yieldToEventLoop() {
 // loop between them, so that an AbortSignal (or a worker's abort message) is seen during the prefill.
 // (In a worker with shared memory, abort() also stops the pass that runs, between two layers.)
 export const PREFILL_CHUNK = 64;
+
+// What a model's downloads may hold in JS memory while the engine starts (loadModelHere).
+const EARLY_BYTES = 64 << 20;
 
 // The attention of a prompt prefilled in chunks, as one pass over it records it: per (kind, layer),
 // the chunks' query rows stacked ([head][query][key]), each row zero past the keys its chunk saw.
@@ -118,24 +121,26 @@ export class Model {
   }
 
   /** @internal Builds a model from its files ({name, bytes}) in JS memory: copies them into wasm memory. */
-  static fromFiles(m, files, options) {
+  static async fromFiles(m, files, options) {
     const set = new m.FileSet();
     try {
       for (const f of files) set.add(f.name, f.bytes.length).set(f.bytes);  // a view of wasm memory, filled at once
-      return Model.fromSet(m, set, options);
+      return await Model.fromSet(m, set, options);
     } finally {
       if (!instanceLost(m)) set.delete();
     }
   }
 
   /** @internal Builds a model from a FileSet already filled (the set stays the caller's to delete). */
-  static fromSet(m, set, { quantize = 'none', contextLength = 0, kvCache = 'f32', threads = 1 } = {}) {
+  // `threads` may be a promise (the threads still starting): the model is built meanwhile, on this
+  // thread, and runs on them once they are there.
+  static async fromSet(m, set, { quantize = 'none', contextLength = 0, kvCache = 'f32', threads = 1 } = {}) {
     let handle = null;
     let session = null;
     try {
       handle = new m.Model(set, quantize);
       session = handle.newSession(contextLength, kvCache);
-      session.setThreads(threads);
+      session.setThreads(await threads);
       return new Model(m, handle, session);
     } catch (e) {
       if (!instanceLost(m)) {
@@ -798,26 +803,46 @@ function topOfStep(t, labels) {
  * Workers start while the files are opened; when every file's size is known up front (files, Blobs,
  * buffers, HTTP with Content-Length), the wasm memory for all of them is allocated first — refused
  * with the sizes if it cannot fit — and each file is read into it in chunks, with no copy in JS
- * memory: a file of several GB never has to be one ArrayBuffer.
+ * memory: a file of several GB never has to be one ArrayBuffer. Downloads do not wait for the
+ * engine (in a browser its glue, wasm and threads take ~0.2–0.3 s, as long as a small model's
+ * weights): until it is up, their first EARLY_BYTES are held in JS memory (holdingSinks).
  */
 export async function loadModelHere(source, options = {}) {
   const wanted = options.threads ?? await defaultThreads();
-  const engine = getModule().then(async (m) => ({ m, threads: Math.min(wanted, await reserveThreads(m, wanted)) }));
+  const engine = getModule();
+  // The threads' Workers start loading as soon as the module is there (this callback runs before
+  // the awaits below resume); the model is built meanwhile (Model.fromSet).
+  const threads = engine.then((m) => reserveThreads(m, wanted)).then((n) => Math.min(wanted, n));
   engine.catch(() => {});  // awaited below
+  threads.catch(() => {});  // awaited by Model.fromSet
   const opened = await openSource(source, options);
-  let m, threads;
+  const { entries } = opened;
+  const direct = entries.every((e) => e.size > 0 && typeof e.readInto === 'function');
+  const early = direct && entries.every((e) => e.streamed) ? holdingSinks(entries.length, EARLY_BYTES) : null;
+  const reading = early && readEntries(opened, options, early.sinks);
+  reading?.catch(() => {});  // awaited below
+  // Drops what was opened or is being read, then throws `error`.
+  const giveUp = async (error) => {
+    if (early) {
+      early.fail(error);
+      await reading.catch(() => {});
+    } else {
+      opened.cancel();
+    }
+    throw error;
+  };
+  let m;
   try {
-    ({ m, threads } = await engine);
+    // A download that fails first fails the load at once, without waiting for the engine.
+    m = await (reading ? Promise.race([engine, reading.then(() => engine)]) : engine);
   } catch (e) {
-    opened.cancel();
-    throw e;
+    await giveUp(e);
   }
   const build = { quantize: options.quantize ?? 'none', contextLength: options.contextLength ?? 0, kvCache: options.kvCache ?? 'f32', threads };
-  const { entries } = opened;
-  if (!entries.every((e) => e.size > 0 && typeof e.readInto === 'function')) {
+  if (!direct) {
     const files = await readEntries(opened, options);
     throwIfAborted(options.signal);
-    return Model.fromFiles(m, files, build);
+    return await Model.fromFiles(m, files, build);
   }
   const set = new m.FileSet();
   try {
@@ -829,8 +854,7 @@ export async function loadModelHere(source, options = {}) {
       }
       for (const e of entries) set.add(e.name, e.size);
     } catch (e) {
-      opened.cancel();
-      throw e;
+      await giveUp(e);
     }
     // A view is detached when the heap grows (the single-thread build): fetch it again then.
     const sinks = entries.map((e, i) => {
@@ -840,9 +864,18 @@ export async function loadModelHere(source, options = {}) {
         view.set(chunk, at);
       };
     });
-    await readEntries(opened, options, sinks);
+    if (early) {
+      try {
+        early.open(sinks);
+      } catch (e) {
+        await giveUp(e);
+      }
+      await reading;
+    } else {
+      await readEntries(opened, options, sinks);
+    }
     throwIfAborted(options.signal);
-    return Model.fromSet(m, set, build);
+    return await Model.fromSet(m, set, build);
   } finally {
     if (!instanceLost(m)) set.delete();
   }

@@ -66,37 +66,38 @@ async function readBody(response, signal, onChunk, write = null, expected = 0) {
     onChunk(bytes.length);
     if (!write) return bytes;
     if (bytes.length !== expected) throw new Error(`${response.url}: ${bytes.length} bytes arrived, the server announced ${expected}`);
-    write(bytes, 0);
+    await write(bytes, 0);  // (a promise from holdingSinks past its limit)
     return null;
   }
   const reader = response.body.getReader();
   let out = write ? null : new Uint8Array(bodySize(response));
   let size = 0;
-  for (;;) {
-    const { done, value } = signal?.aborted ? {} : await reader.read();
-    // Checked after the read too: a chunk that arrives once the caller has aborted (another file's
-    // progress callback may have done it) is dropped, so no progress event follows an abort.
-    if (signal?.aborted) {
-      await reader.cancel().catch(() => {});
-      throw abortError(signal);
-    }
-    if (done) break;
-    if (write) {
-      if (size + value.length > expected) {
-        await reader.cancel().catch(() => {});
-        throw new Error(`${response.url}: more bytes arrived than the ${expected} the server announced`);
+  try {
+    for (;;) {
+      const { done, value } = signal?.aborted ? {} : await reader.read();
+      // Checked after the read too: a chunk that arrives once the caller has aborted (another file's
+      // progress callback may have done it) is dropped, so no progress event follows an abort.
+      if (signal?.aborted) throw abortError(signal);
+      if (done) break;
+      if (write) {
+        if (size + value.length > expected) throw new Error(`${response.url}: more bytes arrived than the ${expected} the server announced`);
+        // A promise from write() (holdingSinks over its limit): the download waits for it.
+        const wait = write(value, size);
+        if (wait) await wait;
+      } else {
+        if (size + value.length > out.length) {  // no or wrong Content-Length: grow geometrically
+          const bigger = new Uint8Array(Math.max(out.length * 2, size + value.length, 1 << 16));
+          bigger.set(out.subarray(0, size));
+          out = bigger;
+        }
+        out.set(value, size);
       }
-      write(value, size);
-    } else {
-      if (size + value.length > out.length) {  // no or wrong Content-Length: grow geometrically
-        const bigger = new Uint8Array(Math.max(out.length * 2, size + value.length, 1 << 16));
-        bigger.set(out.subarray(0, size));
-        out = bigger;
-      }
-      out.set(value, size);
+      size += value.length;
+      onChunk(value.length);
     }
-    size += value.length;
-    onChunk(value.length);
+  } catch (e) {
+    await reader.cancel().catch(() => {});  // an abort, a failed write (no memory, the engine did not start): the download stops
+    throw e;
   }
   if (write) {
     if (size !== expected) throw new Error(`${response.url}: ${size} bytes arrived, the server announced ${expected}`);
@@ -147,6 +148,7 @@ async function openUrls(urls, { signal, cache }, kept = null) {
     responses[i] = {
       name: urlFileName(url),
       size: bodySize(response),
+      streamed: true,  // its chunks are fresh buffers, never reused: they may be held (holdingSinks)
       cancel: () => { if (unread) response.body?.cancel?.().catch(() => {}); },
       async read(onChunk) {
         unread = false;
@@ -546,6 +548,40 @@ export async function readEntries({ entries, cancel }, { signal, onProgress } = 
     cancel();
     throw err;
   }
+}
+
+/**
+ * Sinks for readEntries() that can be handed out before the place the bytes go exists: a download
+ * starts at once, and what arrives is held in JS memory (up to `limit` bytes; beyond it a write()
+ * returns a promise and the reader waits) until open(sinks) gives the real sinks, which first get
+ * what was held, in order. fail(error) makes every held and later write() throw it (the readers stop).
+ * Only for entries whose chunks are fresh buffers (`streamed`): a held chunk is kept, not copied.
+ */
+export function holdingSinks(count, limit) {
+  let real = null, failure = null, held = 0, release;
+  const opened = new Promise((resolve) => { release = resolve; });
+  const queues = Array.from({ length: count }, () => []);
+  const sinks = queues.map((queue, i) => (chunk, at) => {
+    if (failure) throw failure;
+    if (real) return real[i](chunk, at);
+    queue.push([chunk, at]);
+    held += chunk.length;
+    return held < limit ? undefined : opened.then(() => { if (failure) throw failure; });
+  });
+  return {
+    sinks,
+    open(to) {
+      queues.forEach((queue, i) => { for (const [chunk, at] of queue) to[i](chunk, at); });
+      queues.length = 0;
+      real = to;
+      release();
+    },
+    fail(error) {
+      failure = error;
+      queues.length = 0;
+      release();
+    },
+  };
 }
 
 /**

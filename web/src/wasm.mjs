@@ -268,18 +268,20 @@ export async function defaultThreads() {
   return Math.max(1, Math.min(DEFAULT_CAP, cores));
 }
 
-let growing = Promise.resolve();
+let growing = null;  // the reservation in progress, if any: the next one waits for it
 
 /**
  * Makes `n` threads available to the engine (the calling thread and n − 1 pthreads) and resolves
  * with the number it got: 1 with the single-thread build. The pthreads' Workers are loaded here,
  * before the engine starts threads on them: a Worker cannot finish loading while the engine keeps
- * this thread busy. In Node they are unref()ed, so that they never keep a process alive.
+ * this thread busy. They start loading before this returns (unless another reservation is under
+ * way), so a caller may keep this thread busy meanwhile (loading a model) and find them ready after.
+ * In Node they are unref()ed, so that they never keep a process alive.
  */
 export function reserveThreads(m, n) {
   if (m.attnlensBuild !== 'threads' || n <= 1) return Promise.resolve(1);
   const want = Math.min(n, MAX_THREADS, m.maxThreads());
-  const step = growing.then(async () => {
+  const run = async () => {
     const P = m.PThread;
     const missing = want - m.reserveThreads(1) - P.unusedWorkers.length;  // reserveThreads(1): the pool's size now
     const loads = [];
@@ -295,8 +297,10 @@ export function reserveThreads(m, n) {
     await Promise.all(loads);
     if (isNode) for (const w of [...P.unusedWorkers, ...P.runningWorkers]) w.unref?.();
     return m.reserveThreads(want);
-  });
-  growing = step.catch(() => {});
+  };
+  const step = growing ? growing.then(run) : run();  // an async function runs up to its first await at once
+  const mine = step.catch(() => {}).then(() => { if (growing === mine) growing = null; });
+  growing = mine;
   return step;
 }
 
