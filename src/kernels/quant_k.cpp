@@ -247,9 +247,10 @@ struct Q2_K {
   static __m128 superblock(const uint8_t* blk, const int16_t* x, const int16_t* bs, float dx, __m128 acc,
                            const F16& f16) {
     const __m128i sm = load16(blk);  // scale | min << 4, per sub-block
+    const __m128i scales = nib_lo(sm);
     alignas(16) int32_t pairs[8];  // (sc[2p], sc[2p + 1]) as two int16
-    _mm_store_si128(reinterpret_cast<__m128i*>(pairs), lo_u16(nib_lo(sm)));
-    _mm_store_si128(reinterpret_cast<__m128i*>(pairs + 4), hi_u16(nib_lo(sm)));
+    _mm_store_si128(reinterpret_cast<__m128i*>(pairs), lo_u16(scales));
+    _mm_store_si128(reinterpret_cast<__m128i*>(pairs + 4), hi_u16(scales));
     __m128i isum = _mm_setzero_si128();
     for (int h = 0; h < 2; ++h) {
       const __m128i q0 = load16(blk + 16 + 32 * h), q1 = load16(blk + 32 + 32 * h);

@@ -8,8 +8,9 @@
 //   the views that asked, one view per frame (each view's redraw — its DOM changes, then the
 //   browser's style, layout and paint of them — is a main-thread task of its own, so no task grows
 //   with the number of views on screen), and the next cycle starts no sooner than 32 × what the
-//   last one cost after the last one started (at least 125 ms, at most 250 ms): drawing takes about
-//   a thirty-second of the main thread, and so little of the cores the engine's threads share with
+//   last one cost after the last one started (at least 125 ms, at most 250 ms): drawing takes at most
+//   a thirty-second of the main thread while a cycle costs under ~8 ms (a costlier one takes a larger
+//   share, the interval being capped), and so little of the cores the engine's threads share with
 //   it, while the views still update 4–8 times a second. (The browser's raster and compositing of a
 //   redraw cost the engine more than the main thread's part that is measured here: on 2 cores, a
 //   cycle every ≥ 66 ms and 16 × cost left the page at 75–84% of Node's rate, every ≥ 125 ms and
