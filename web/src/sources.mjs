@@ -568,17 +568,20 @@ export function holdingSinks(count, limit) {
     held += chunk.length;
     return held < limit ? undefined : opened.then(() => { if (failure) throw failure; });
   });
+  // Each sink keeps its queue while the download runs: emptied, not dropped, so the held chunks
+  // can be collected as soon as they are written (or given up).
+  const drop = () => queues.forEach((queue) => { queue.length = 0; });
   return {
     sinks,
     open(to) {
       queues.forEach((queue, i) => { for (const [chunk, at] of queue) to[i](chunk, at); });
-      queues.length = 0;
+      drop();
       real = to;
       release();
     },
     fail(error) {
       failure = error;
-      queues.length = 0;
+      drop();
       release();
     },
   };
