@@ -173,7 +173,13 @@ int debug_trap(const std::string& kind) {
 int max_threads() { return parallel::max_threads(); }
 int reserve_threads(int n) { return parallel::reserve(n); }
 
+// The C++ ABI's per-thread exception state (Itanium C++ ABI 2.2.2). In the pthreads build libc++abi
+// allocates it (16 bytes) at the thread's first throw and keeps it until the thread ends: allocated
+// here, at start, so that the first failed call does not seem to keep memory (tests/js/limits.test.mjs).
+extern "C" void* __cxa_get_globals();
+
 EMSCRIPTEN_BINDINGS(attnlens_module) {
+  __cxa_get_globals();
   function("memoryStats", &memory_stats);
   function("requireMemory", +[](double bytes, const std::string& what) { guarded([&] { require_memory(bytes, what); }); });
   function("simdArch", &simd_arch);

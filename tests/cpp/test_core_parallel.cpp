@@ -3,10 +3,13 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <new>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
 #include "core/parallel.h"
 #include "test_util.h"
 
@@ -97,4 +100,48 @@ TEST_CASE("parallel: regions from two threads at once both complete", "[core][th
   body();
   other.join();
   CHECK(total == 2L * 200 * (15 * 16 / 2));
+}
+
+// The bindings (bindings/handles.h) read an error's message through `catch (const std::exception&)`.
+// Emscripten 3.1.6's pthreads build once caught exceptions only with `catch (...)`
+// (cmake/wasm_eh_unwind.cpp): this suite runs in that build too (tools/test.mjs).
+[[gnu::noinline]] static void throw_engine_error(int n) {
+  if (n == 1) throw Error("bad tensor 'x': expected [2, 3], got [3]");
+  if (n == 2) throw Cancelled();
+  if (n == 3) throw std::bad_alloc();
+}
+
+static std::string catch_by_type(int n) {
+  try {
+    throw_engine_error(n);
+  } catch (const std::bad_alloc&) {
+    return "bad_alloc";
+  } catch (const Cancelled& e) {
+    return std::string("cancelled: ") + e.what();
+  } catch (const std::exception& e) {
+    return std::string("exception: ") + e.what();
+  } catch (...) {
+    return "unknown";
+  }
+  return "none";
+}
+
+static void check_typed_catches() {
+  CHECK(catch_by_type(0) == "none");
+  CHECK(catch_by_type(1) == "exception: bad tensor 'x': expected [2, 3], got [3]");
+  CHECK(catch_by_type(2) == "cancelled: cancelled");
+  CHECK(catch_by_type(3) == "bad_alloc");
+}
+
+TEST_CASE("errors are caught by their type, with their message", "[core][threads]") {
+  check_typed_catches();
+}
+
+TEST_CASE("errors are caught by their type on another thread too, and after it", "[core][threads]") {
+  if (parallel::max_threads() == 1) SKIP_TEST("this build has no threads (WebAssembly without pthreads)");
+  std::string on_other_thread;
+  std::thread other([&] { on_other_thread = catch_by_type(1) + " | " + catch_by_type(2); });
+  other.join();
+  CHECK(on_other_thread == "exception: bad tensor 'x': expected [2, 3], got [3] | cancelled: cancelled");
+  check_typed_catches();
 }
