@@ -62,6 +62,13 @@ class Pool {
       }
       size_.fetch_add(1, std::memory_order_acq_rel);
     }
+    // Returns once every worker runs. A new thread allocates its own thread-local storage as it
+    // starts (Emscripten's pthreads): so what the engine holds no longer changes after reserve(), and
+    // a failed load that follows gives back exactly what it took (tests/js/limits.test.mjs). A thread
+    // that cannot start soon (a pthread whose Worker the caller's thread would first have to load) is
+    // not waited for past the limit.
+    std::unique_lock<std::mutex> running(m_);
+    started_cv_.wait_for(running, std::chrono::seconds(2), [&] { return started_ >= size() - 1; });
     return size();
   }
 
@@ -121,6 +128,11 @@ class Pool {
 
   void worker(int index, uint32_t seen) {
     t_in_task = true;  // a task never opens a region of its own
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      ++started_;
+    }
+    started_cv_.notify_all();
     for (;;) {
       if (!spin([&] { return epoch_.load(std::memory_order_acquire) != seen; })) {
         std::unique_lock<std::mutex> lock(m_);
@@ -140,14 +152,15 @@ class Pool {
 
   std::mutex grow_;    // reserve()
   std::mutex region_;  // one region at a time
-  std::mutex m_;       // job_, sleepers_, caller_waiting_, and the epoch's changes
-  std::condition_variable wake_, finished_;
+  std::mutex m_;       // job_, sleepers_, started_, caller_waiting_, and the epoch's changes
+  std::condition_variable wake_, finished_, started_cv_;
   std::atomic<int> size_{1};
   Job job_;
   std::atomic<uint32_t> epoch_{0};
   std::atomic<uint64_t> ticket_{0};  // (epoch << 32) | next task
   std::atomic<int> done_{0};         // tasks of the current region finished
   int sleepers_ = 0;
+  int started_ = 0;  // workers that have begun running
   bool caller_waiting_ = false;
 };
 
