@@ -24,7 +24,7 @@
 // A benchmark, not a test: nothing fails.
 //   node bench/browser.mjs [--json FILE] [--only start|stream] [--repeat N] [--warm-s S]
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -119,12 +119,27 @@ function rawChromium(server, fn, args, { timeoutMs = 120_000, call = null } = {}
     child = spawn(CHROMIUM, [...CHROMIUM_ARGS, '--window-size=1280,800', `--user-data-dir=${profile}`, `${server.url}/bench-raw/${id}/page.html`], { stdio: 'ignore' });
     child.on('error', reject);
     timer = setTimeout(() => reject(new Error(`the page did not report within ${timeoutMs / 1000} s`)), timeoutMs);
-  }).finally(() => {
+  }).finally(async () => {
     clearTimeout(timer);
     server.rawRuns.delete(id);
-    child?.kill();
-    setTimeout(() => rmSync(profile, { recursive: true, force: true }), 1000);
+    await stopChromium(child, profile);
   });
+}
+
+// Stops a Chromium started on `profile` and removes the profile, and the folder of its singleton
+// socket too (Chromium makes it in the system's temporary folder, linked from the profile, and
+// leaves it there when it is killed).
+async function stopChromium(child, profile) {
+  if (child && child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill();
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+  }
+  try {
+    const socketDir = dirname(readlinkSync(join(profile, 'SingletonSocket')));
+    if (basename(socketDir).startsWith('org.chromium.Chromium.')) rmSync(socketDir, { recursive: true, force: true });
+  } catch {}  // no socket: Chromium did not get that far
+  rmSync(profile, { recursive: true, force: true });
 }
 
 if (!['attnlens.wasm', 'attnlens-mt.wasm'].every((f) => existsSync(join(root, 'dist/wasm', f)))) (await import('../tools/build.mjs')).buildModules();

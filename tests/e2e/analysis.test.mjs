@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import {
   browserUnavailable,
   closeDemo,
+  drawn,
   longTaskClock,
   observeLongTasks,
   openDemo,
@@ -21,7 +22,6 @@ import { checkBertviz, checkCircuitsvis } from '../js/fixtures/interop-formats.m
 const MANIFEST = new URL('../../models/manifest.json', import.meta.url);
 const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(MANIFEST) ? false : 'models/manifest.json is missing (no built-in models)');
 
-const frames = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r()))));
 
 describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_000 }, () => {
   let server;
@@ -70,7 +70,7 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
     const longTasks = await read();
     assert.equal(run.status, 'done', run.error);
     await page.waitForFunction(() => document.querySelector('#aview-predictions .view-caption').textContent.startsWith('The model'), null, { timeout: 60_000 });
-    await frames(page);
+    await drawn(page);
     const cards = await page.$$eval('#aview-predictions .pred-card', (els) => els.map((c) => ({
       tok: c.querySelector('.pred-tok').textContent,
       bars: [...c.querySelectorAll('.pred-bar')].map((b) => ({ piece: b.querySelector('.pred-piece').textContent, next: b.classList.contains('is-next') })),
@@ -86,7 +86,7 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
     // Hover a token: its logit lens, one row per layer, five ranks each, the engine's.
     const p = run.promptLength + 2;
     await page.hover(`#aview-predictions .pred-card[data-pos="${p}"]`);
-    await frames(page);
+    await drawn(page);
     const lens = await page.$$eval('#aview-predictions .lens-grid tbody tr', (rows) => rows.map((r) => [...r.querySelectorAll('td .lens-piece')].map((x) => x.textContent)));
     assert.equal(lens.length, 4);
     for (const [l, row] of lens.entries()) assert.deepEqual(row, await shown(f.logitLens[l][p].map((e) => e.piece)), `layer ${l}`);
@@ -116,7 +116,7 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
     await page.selectOption('#heads-source', 'probe');
     await page.waitForFunction(() => /repeated copy/.test(document.querySelector('#aview-heads .readout').textContent), null, { timeout: 120_000 });
     await page.selectOption('#heads-score', 'induction');
-    await frames(page);
+    await drawn(page);
     const probe = await api((a) => a.detectHeads({ batch: 4 }));
     const ind = await page.$$eval('#aview-heads .heads-grid tbody tr', (rows) => rows.map((r) => [...r.querySelectorAll('.grid-cell')].map((c) => c.textContent)));
     assert.deepEqual(ind, probe.heads.induction.map((row) => row.map((v) => v.toFixed(2))));
@@ -174,7 +174,7 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
     const size = await page.$eval('#aview-rollout canvas.rollout-canvas', (c) => [c.width, c.height]);
     assert.ok(size[0] > 100 && size[1] > 100, `canvas ${size}`);
     await page.selectOption('#rollout-layer', '0');
-    await frames(page);
+    await drawn(page);
     assert.match(await page.textContent('#aview-rollout .view-caption'), /through layer 0/);
     await screenshot(page, 'analysis-rollout.png', { fullPage: true });
   });
@@ -232,11 +232,11 @@ describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_
     assert.deepEqual(Object.keys(shapes), ['encoder_attention', 'decoder_attention', 'cross_attention']);
     assert.deepEqual([shapes.encoder_attention.rows, shapes.decoder_attention.rows, shapes.cross_attention.rows, shapes.cross_attention.cols], [info.src, info.tgt, info.tgt, info.src]);
     await page.selectOption('#kind-select', 'cross');
-    await frames(page);
+    await drawn(page);
     assert.equal(await page.$eval('#export-circuitsvis', (b) => b.disabled), true, 'CircuitsVis cannot show cross-attention');
     assert.match(await page.$eval('#export-circuitsvis', (b) => b.title), /cannot show cross-attention/);
     await page.selectOption('#kind-select', 'encoder');
-    await frames(page);
+    await drawn(page);
     const [cv] = await Promise.all([page.waitForEvent('download'), page.click('#export-circuitsvis')]);
     const clayers = JSON.parse(readFileSync(await cv.path(), 'utf8'));
     assert.deepEqual(checkCircuitsvis(clayers).map((x) => x.n), clayers.map(() => info.src));

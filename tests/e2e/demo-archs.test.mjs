@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { browserUnavailable, closeDemo, demoMessage, openDemo, repoRoot, screenshot, wasmUnavailable } from './helpers.mjs';
+import { browserUnavailable, closeDemo, demoMessage, drawn, openDemo, repoRoot, screenshot, wasmUnavailable } from './helpers.mjs';
 
 const FIXTURES = join(repoRoot, 'tests', 'fixtures', 'archs');
 const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(FIXTURES) ? false : 'tests/fixtures/archs is missing');
@@ -99,7 +99,7 @@ describe('attention explorer: a dropped GGUF of every architecture', { skip, tim
       s.first.forEach((f, q) => assert.equal(f, windows[l] ? Math.max(0, q - windows[l] + 1) : 0, `layer ${l} query ${q}`));
     });
     await page.click('#tab-matrix');
-    await page.evaluate(() => new Promise((res) => requestAnimationFrame(() => requestAnimationFrame(res))));
+    await drawn(page);
     await screenshot(page, shot);
     await page.click('#tab-tokens');
   }

@@ -6,7 +6,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { browserUnavailable, closeDemo, demoMessage, openDemo, screenshot, wasmUnavailable } from './helpers.mjs';
+import { browserUnavailable, closeDemo, demoMessage, drawn, openDemo, screenshot, wasmUnavailable } from './helpers.mjs';
 
 const MANIFEST = new URL('../../models/manifest.json', import.meta.url);
 const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(MANIFEST) ? false : 'models/manifest.json is missing (no built-in models)');
@@ -14,7 +14,6 @@ const manifest = skip ? { default: '', models: [] } : JSON.parse(readFileSync(MA
 const DEFAULT = manifest.default;
 const SEQ2SEQ = manifest.models.find((m) => m.architecture !== 'GPT2LMHeadModel' && /seq2seq|date/i.test(`${m.architecture} ${m.name}`))?.name;
 
-const frames = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r()))));
 
 describe('attention explorer: bad input, encoder–decoder, narrow screens', { skip, timeout: 600_000 }, () => {
   let server;
@@ -162,7 +161,7 @@ describe('attention explorer: bad input, encoder–decoder, narrow screens', { s
       const qAxis = kind === 'encoder' ? 'source' : 'target';
       const kAxis = kind === 'self' ? 'target' : 'source';
       await page.hover(`#text-view .seq[data-axis="${qAxis}"] li[data-i="${q}"]`);
-      await frames(page);
+      await drawn(page);
       const shown = await page.$$eval(`#text-view .seq[data-axis="${kAxis}"] li`, (els) => els.map((e) => Number(e.dataset.weight)));
       const lines = await page.$$eval('#view-tokens .col-k li', (els) => els.map((e) => Number(e.dataset.weight)));
       const want = await page.evaluate(({ kind, layer, head, q }) => {
@@ -183,11 +182,11 @@ describe('attention explorer: bad input, encoder–decoder, narrow screens', { s
     await page.selectOption('#head-select', '-1');
     await page.click('#tab-matrix');
     await page.mouse.move(5, 5);
-    await frames(page);
+    await drawn(page);
     await screenshot(page, 'demo-1280-seq2seq-cross-matrix.png', { fullPage: true });
     await page.click('#tab-tokens');
     await page.hover('#text-view .seq[data-axis="target"] li[data-i="3"]');
-    await frames(page);
+    await drawn(page);
     await screenshot(page, 'demo-1280-seq2seq-cross-tokens.png', { fullPage: true });
     await page.selectOption('#model-select', DEFAULT);
     await page.waitForFunction((name) => window.attnlens.state.model?.name === name, DEFAULT, { timeout: 60_000 });
@@ -210,12 +209,12 @@ describe('attention explorer: bad input, encoder–decoder, narrow screens', { s
     const run = await generate(30);
     assert.equal(run.status, 'done');
     await page.hover('#text-view .seq[data-axis="target"] li[data-i="4"]');
-    await frames(page);
+    await drawn(page);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(overflow <= 400, `page is ${overflow}px wide at a 400px viewport`);
     await screenshot(page, 'demo-400-tokens.png', { fullPage: true });
     await page.click('#tab-matrix');
-    await frames(page);
+    await drawn(page);
     assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 400);
     await screenshot(page, 'demo-400-matrix.png', { fullPage: true });
     assert.deepEqual(browser.errors, []);
@@ -226,13 +225,13 @@ describe('attention explorer: bad input, encoder–decoder, narrow screens', { s
     await page.emulateMedia({ colorScheme: 'dark' });
     await page.click('#tab-tokens');
     await page.hover('#text-view .seq[data-axis="target"] li[data-i="6"]');
-    await frames(page);
+    await drawn(page);
     const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     assert.equal(bg, 'rgb(13, 15, 20)', 'the dark palette applies');
     await screenshot(page, 'demo-1280-dark-tokens.png');
     await page.click('#tab-matrix');
     await page.mouse.move(5, 5);
-    await frames(page);
+    await drawn(page);
     await screenshot(page, 'demo-1280-dark-matrix.png', { fullPage: true });
     await page.emulateMedia({ colorScheme: 'light' });
   });

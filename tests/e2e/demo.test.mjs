@@ -10,6 +10,7 @@ import {
   STRICT_CSP,
   browserUnavailable,
   closeDemo,
+  drawn,
   longTaskClock,
   observeLongTasks,
   openDemo,
@@ -23,7 +24,6 @@ const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(MA
 const manifest = skip ? { default: '', models: [] } : JSON.parse(readFileSync(MANIFEST, 'utf8'));
 const DEFAULT = manifest.default;
 
-const frames = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r()))));
 const TEXT_KEYS = '#text-view .seq[data-axis="target"] li';
 const LINE_KEYS = '#view-tokens .col-k li';
 
@@ -97,7 +97,7 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
     }
     assert.equal(run.status, 'done', run.error);
     assert.equal(run.generated, 100, `generated ${run.generated} tokens (${run.finishReason})`);
-    await frames(page);
+    await drawn(page);
     const chips = await page.$$eval(TEXT_KEYS, (els) => els.length);
     assert.equal(chips, run.n, 'one chip per token');
     const tps = Number(await page.textContent('#stat-tps'));
@@ -160,19 +160,23 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
       await frame();
       const streaming = compare();
       run.status = 'done';
-      views.tokens.render();
+      // the rows left are painted over the next frames (render() says whether any are left)
+      let renders = 1;
+      while (views.tokens.render()) renders++;
       const done = compare();
       state.set({ query: null, pinned: false });
       scroller.scrollTop = 0;
       await frame();
-      return { streaming, done };
+      return { streaming, done, renders };
     });
-    const { streaming, done } = got;
+    const { streaming, done, renders } = got;
     assert.ok(streaming.onScreen > 0, 'rows on screen');
     assert.deepEqual(streaming.onScreenWrong, [], `keys on screen not showing query ${streaming.q}'s weights while streaming`);
     assert.ok(streaming.offScreenStale > 0, `while streaming, rows far off screen keep their paint (${streaming.offScreen} off screen, none stale)`);
     assert.deepEqual(done.onScreenWrong, []);
     assert.equal(done.offScreenStale, 0, 'once the run is over every row shows the focused query\'s weights');
+    // 160 chips a frame past the rows on screen (web/demo/views/tokens.mjs PAINTS_PER_FRAME)
+    assert.ok(renders <= Math.ceil(streaming.offScreenStale / 160) + 1, `${streaming.offScreenStale} stale rows took ${renders} renders`);
   });
 
   test('hovering a token shows the attention the engine computes for it (layers, heads, average)', async (t) => {
@@ -198,7 +202,7 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
       await page.selectOption('#layer-select', String(layer));
       await page.selectOption('#head-select', String(head));
       await page.hover(`${TEXT_KEYS}[data-i="${q}"]`);
-      await frames(page);
+      await drawn(page);
       assert.equal(await page.$eval('#text-view .focus-summary', (e) => e.dataset.query), String(q));
       const want = await refRow(layer, head, q);
       for (const selector of [TEXT_KEYS, LINE_KEYS]) {
@@ -226,7 +230,7 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
     await page.click('#tab-matrix');
     await page.selectOption('#layer-select', '1');
     await page.selectOption('#head-select', '3');
-    await frames(page);
+    await drawn(page);
     const geo = await page.$eval('.matrix-canvas', (c) => ({ ...c.dataset }));
     assert.equal(geo.layer, '1');
     assert.equal(geo.head, '3');
@@ -234,7 +238,7 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
     const q = Math.floor(n / 3);
     const k = Math.floor(q / 2);
     await page.hover('.matrix-canvas', { position: { x: Number(geo.left) + (k + 0.5) * Number(geo.cell), y: Number(geo.top) + (q + 0.5) * Number(geo.cell) } });
-    await frames(page);
+    await drawn(page);
     const tip = await page.$eval('.tooltip', (e) => ({ ...e.dataset, text: e.textContent, hidden: e.hidden }));
     assert.equal(tip.hidden, false);
     assert.deepEqual([tip.query, tip.key], [String(q), String(k)]);
@@ -245,7 +249,7 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
 
   test('overview: every layer × head; clicking one opens it in the matrix view', async () => {
     await page.click('#tab-overview');
-    await frames(page);
+    await drawn(page);
     const info = await page.evaluate(() => window.attnlens.state.model.info);
     const geo = await page.$eval('.overview-canvas', (c) => ({ ...c.dataset }));
     assert.equal(Number(geo.layers), info.layers);
@@ -253,7 +257,7 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
     await screenshot(page, 'demo-1280-overview.png', { fullPage: true });
     const [layer, head] = [info.layers - 1, 2];
     await page.click('.overview-canvas', { position: { x: Number(geo.left) + head * Number(geo.pitch) + 5, y: Number(geo.top) + layer * Number(geo.pitch) + 5 } });
-    await frames(page);
+    await drawn(page);
     const s = await page.evaluate(() => ({ view: window.attnlens.state.view, layer: window.attnlens.state.layer, head: window.attnlens.state.head }));
     assert.deepEqual(s, { view: 'matrix', layer, head });
     assert.equal(await page.$eval('#tab-matrix', (e) => e.getAttribute('aria-selected')), 'true');
@@ -267,14 +271,14 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
     await page.keyboard.press('End');
     await page.keyboard.press('ArrowLeft');
     await page.keyboard.press('ArrowLeft');
-    await frames(page);
+    await drawn(page);
     assert.equal(await page.$eval('#text-view .focus-summary', (e) => e.dataset.query), String(n - 3));
     assert.equal(await page.$eval(`${TEXT_KEYS}[data-i="${n - 3}"]`, (e) => e.getAttribute('aria-selected')), 'true');
     assert.equal(await page.evaluate(() => window.attnlens.state.pinned), true);
     await page.focus('#view-tokens .col-q');
     await page.keyboard.press('Home');
     await page.keyboard.press('ArrowDown');
-    await frames(page);
+    await drawn(page);
     assert.equal(await page.$eval('#view-tokens .lines-body', (e) => e.dataset.query), '1');
     await page.keyboard.press('Escape');
     assert.equal(await page.evaluate(() => window.attnlens.state.pinned), false);
@@ -302,7 +306,7 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
     assert.equal(self.rowOrigin[n - 2], 'step');
     const q = n - 5;
     await page.hover(`${TEXT_KEYS}[data-i="${q}"]`);
-    await frames(page);
+    await drawn(page);
     const shown = await readWeights(page, TEXT_KEYS);
     assert.deepEqual(self.weights[0][0][q], shown, 'the JSON holds the values the view shows');
     await page.click('#tab-matrix');
@@ -348,7 +352,7 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
     const run = await generateOnPage({ maxNewTokens: 20, seed: 3 });
     assert.equal(run.status, 'done', run.error);
     assert.ok(run.generated >= 1);
-    await frames(page);
+    await drawn(page);
     await screenshot(page, 'demo-1280-offline.png');
     await browser.context.setOffline(false);
   });

@@ -182,6 +182,13 @@ export async function closeDemo({ server, browser } = {}) {
   await server?.close();
 }
 
+/**
+ * Resolves once the demo has drawn what it was asked to (web/demo/frame.mjs drawn(): views that draw
+ * over several frames included), then one more frame: what a test waits for before it reads the page.
+ */
+export const drawn = (page) =>
+  page.evaluate(() => window.attnlens.drawn().then(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)))));
+
 /** The text of the demo's message box `sel` ('' while it is hidden). */
 export const demoMessage = (page, sel) =>
   page.$eval(sel, (e) => (e.hidden ? '' : e.querySelector('.message-text')?.textContent ?? ''));

@@ -12,7 +12,7 @@ import { Analysis } from './analysis.mjs';
 import { exportJson, exportPng } from './export.mjs';
 import { exportBertviz, exportCircuitsvis } from './interop.mjs';
 import { $, clearCssVars, formatBytes, h } from './format.mjs';
-import { holdStreamed, invalidate, invalidateSettled, invalidateSoon } from './frame.mjs';
+import { drawn, holdStreamed, invalidate, invalidateSettled, invalidateSoon } from './frame.mjs';
 import { loadErrorText, runErrorText, showMessage } from './messages.mjs';
 import { enableOffline } from './offline.mjs';
 import { encode } from './encode.mjs';
@@ -439,7 +439,7 @@ $('#export-bertviz').addEventListener('click', () => exportBertviz(state));
 $('#export-circuitsvis').addEventListener('click', () => exportCircuitsvis(state));
 
 // ---- start -------------------------------------------------------------------------------------
-window.attnlens = { state, views, analysis };  // for the console and the browser tests
+window.attnlens = { state, views, analysis, drawn };  // for the console and the browser tests
 enableOffline((status, detail) => {
   const text = { ready: navigator.onLine ? 'Works offline' : 'Offline · running from cache', installing: 'Offline: saving…', partial: 'Offline: partial', unsupported: 'Online only', error: 'Online only' }[status];
   setPill('#offline-pill', text, status === 'ready' ? 'ok' : status === 'installing' ? 'busy' : 'warn');

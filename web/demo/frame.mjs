@@ -16,6 +16,11 @@
 //   cycle every ≥ 66 ms and 16 × cost left the page at 75–84% of Node's rate, every ≥ 125 ms and
 //   32 × cost at 91–99%; bench/browser.mjs --only stream, bench/README.md.) A run's first cycle
 //   waits one interval after the run starts (holdStreamed), when its views were just drawn in full.
+//
+// A view whose render() returns true has more to draw (the token view builds and paints at most a
+// few dozen rows a frame): it renders again in the next frame, until it returns false, so no
+// frame's task grows with the length of a run. What waits for a finished drawing — a run's final
+// status (invalidateSettled), drawn() — waits for those views too.
 
 const dirty = new Set();     // render in the next frame
 let cycle = new Set();       // streamed redraws of the running cycle, one per frame
@@ -29,17 +34,24 @@ let cycleStart = 0;
 let cycleCost = 0;           // ms: the cycle's frames, from their start to the task after them
 let nextCycleAt = 0;
 let interval = 0;            // ms between the last cycle's start and the next one's (0 before the first)
+const unfinished = new Set();  // views whose last render() said it had more to draw
+let waiters = [];            // drawn()'s promises
 
 const MIN_INTERVAL_MS = 125;
 const MAX_INTERVAL_MS = 250;
 const COST_SHARE = 32;       // a cycle every ≥ 32 × its cost
 
+// Renders v; true when it has more to draw (it stays in `unfinished` until it has drawn all).
 function render(v) {
+  let more = false;
   try {
-    v.render();
+    more = v.render() === true;
   } catch (e) {
     console.error('render failed', v, e);
   }
+  if (more) unfinished.add(v);
+  else unfinished.delete(v);
+  return more;
 }
 
 function frame() {
@@ -51,13 +63,15 @@ function frame() {
     cycle.delete(v);
     pending.delete(v);
   }
-  for (const v of views) render(v);
+  for (const v of views) if (render(v)) dirty.add(v);
+  if (dirty.size) schedule();
   if (open && !ending) {
-    // one streamed view with something to draw (views off screen return at once and do not count)
+    // one streamed view with something to draw (views off screen return at once and do not count);
+    // one with more to draw goes again after the others
     while (cycle.size) {
       const v = cycle.values().next().value;
       cycle.delete(v);
-      render(v);
+      if (render(v)) cycle.add(v);
       if (v.visible !== false) break;
     }
     // this frame's cost: its rendering included, up to the first task after it; the cycle ends
@@ -71,10 +85,15 @@ function frame() {
     if (!last) schedule();
   }
   if (!open || !cycle.size) drawSettled();
+  if (!dirty.size && !unfinished.size && waiters.length) {
+    const done = waiters;
+    waiters = [];
+    setTimeout(() => done.forEach((r) => r()), 0);  // once this frame is on screen
+  }
 }
 
 function drawSettled() {
-  if (cycle.size || pending.size || !settled.size) return;
+  if (cycle.size || pending.size || unfinished.size || !settled.size) return;
   const views = [...settled];
   settled.clear();
   for (const v of views) render(v);
@@ -152,7 +171,14 @@ export function invalidateSettled(view) {
   schedule();
 }
 
-/** Resolves after the next frame has rendered (tests and exports wait on it). */
-export function nextFrame() {
-  return new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+/**
+ * Resolves after a frame that left every view asked to redraw (invalidate) fully drawn, the views
+ * that draw over several frames included — what a script waits for before it reads the page.
+ * Streamed redraws still waiting for their cycle are not waited for.
+ */
+export function drawn() {
+  return new Promise((r) => {
+    waiters.push(r);
+    schedule();
+  });
 }

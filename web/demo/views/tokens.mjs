@@ -9,6 +9,11 @@ import { ChipList } from './chips.mjs';
 import { focusQuery, focusWeights } from './focus.mjs';
 import { summarise } from './text.mjs';
 
+// What one frame does at most (the rest in the next frames: frame.mjs): a 100-token run's rows built
+// and painted at once made a 25-60 ms main-thread task at its end (style, layout and paint included).
+const NEW_ROWS_PER_FRAME = 40;
+const PAINTS_PER_FRAME = 160;  // chips whose weight changes, past the rows on screen
+
 export class TokensView {
   constructor(state, root) {
     this.state = state;
@@ -77,27 +82,30 @@ export class TokensView {
     });
   }
 
+  /** Draws the view; true when rows are left for the next frames (frame.mjs). */
   render() {
-    if (!this.visible) return;
+    if (!this.visible) return false;
     const s = this.state;
     const run = s.run;
     if (!run) {
       this.caption.textContent = 'Generate some text, then point at a token to see where it looks.';
       this.body.hidden = this.head.hidden = true;
       this.summary.textContent = '';
-      return;
+      return false;
     }
     this.body.hidden = this.head.hidden = false;
-    // While tokens stream in, only the rows on screen get their weights: the focused query is the
-    // newest token, so every redraw would otherwise restyle every row (bench/README.md, streaming).
-    const rows = run.status === 'running' ? this.#rowsOnScreen() : null;
+    // The rows on screen get their weights first. While tokens stream in, only they do: the focused
+    // query is the newest token, so every redraw would otherwise restyle every row (bench/README.md,
+    // streaming); once the run is over, the other rows follow, PAINTS_PER_FRAME a frame.
+    const onScreen = this.#rowsOnScreen();
     const ax = s.axes(AXES);
-    this.queries.sync(ax.queries);
-    this.keys.sync(ax.keys);
+    const built = this.queries.sync(ax.queries, NEW_ROWS_PER_FRAME) & this.keys.sync(ax.keys, NEW_ROWS_PER_FRAME);
     const q = focusQuery(s);
     const focus = q === null ? null : focusWeights(s, q, ax.keys.ids.length);
-    this.queries.paint(null, s.scale, q, rows);
-    this.keys.paint(focus, s.scale, null, rows);
+    this.queries.paint(null, s.scale, q, onScreen);
+    this.keys.paint(focus, s.scale, null, onScreen);
+    const painted = run.status === 'running' ||
+      (this.queries.paint(null, s.scale, q, null, PAINTS_PER_FRAME) & this.keys.paint(focus, s.scale, null, null, PAINTS_PER_FRAME));
     this.body.dataset.query = q === null ? '' : String(q);
     this.body.dataset.kind = s.kind;
     this.body.dataset.layer = String(s.layer);
@@ -106,6 +114,7 @@ export class TokensView {
     setText(this.caption, 'Lines from the query token to every key it attends to; opacity and width ∝ weight.');
     this.accent = cssVar('--accent');
     this.#lines(focus);
+    return !(built && painted);
   }
 
   // The rows in the scroller's viewport and a viewport's height on either side (the scroll handler
