@@ -116,7 +116,7 @@ function rawChromium(server, fn, args, { timeoutMs = 120_000, call = null } = {}
   let child, timer;
   return new Promise((resolve, reject) => {
     server.rawRuns.set(id, { script, done: resolve, call });
-    child = spawn(CHROMIUM, [...CHROMIUM_ARGS, '--window-size=1280,800', `--user-data-dir=${profile}`, `${server.url}/bench-raw/${id}/page.html`], { stdio: 'ignore' });
+    child = spawn(CHROMIUM, [...CHROMIUM_ARGS, '--window-size=1280,800', `--user-data-dir=${profile}`, `${server.url}/bench-raw/${id}/page.html`], { stdio: 'ignore', detached: true });
     child.on('error', reject);
     timer = setTimeout(() => reject(new Error(`the page did not report within ${timeoutMs / 1000} s`)), timeoutMs);
   }).finally(async () => {
@@ -126,20 +126,32 @@ function rawChromium(server, fn, args, { timeoutMs = 120_000, call = null } = {}
   });
 }
 
-// Stops a Chromium started on `profile` and removes the profile, and the folder of its singleton
-// socket too (Chromium makes it in the system's temporary folder, linked from the profile, and
-// leaves it there when it is killed).
+// Stops a Chromium started on `profile` (detached: its own process group, helpers included) and
+// removes the profile, and the folder of its singleton socket too (Chromium makes it in the system's
+// temporary folder, linked from the profile, and leaves it there when it is killed). What is left of
+// the group after 3 s is killed, so that nothing writes into the profile while it is removed.
 async function stopChromium(child, profile) {
-  if (child && child.exitCode === null && child.signalCode === null) {
+  const signal = (sig) => {
+    try {
+      process.kill(-child.pid, sig);
+    } catch {}  // already gone
+  };
+  if (child?.pid && child.exitCode === null && child.signalCode === null) {
     const exited = new Promise((r) => child.once('exit', r));
-    child.kill();
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+    signal('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
+    signal('SIGKILL');  // what is left of the group: helpers, or a browser still shutting down
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 1000))]);
   }
   try {
     const socketDir = dirname(readlinkSync(join(profile, 'SingletonSocket')));
     if (basename(socketDir).startsWith('org.chromium.Chromium.')) rmSync(socketDir, { recursive: true, force: true });
   } catch {}  // no socket: Chromium did not get that far
-  rmSync(profile, { recursive: true, force: true });
+  try {
+    rmSync(profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
+  } catch (e) {
+    console.warn(`[bench] could not remove the profile ${profile}: ${e.message}`);
+  }
 }
 
 if (!['attnlens.wasm', 'attnlens-mt.wasm'].every((f) => existsSync(join(root, 'dist/wasm', f)))) (await import('../tools/build.mjs')).buildModules();
@@ -329,18 +341,23 @@ async function streamRows() {
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 function printStream(rows) {
   console.log(`\nStreaming in the demo page (headless Chromium, engine in its Web Worker, attention + top-5 predictions) beside model.stream() in Node (same options, this thread); after ${WARM_S} s of untimed warm-up generations on each side, ${repeat} page runs alternated with ${repeat + 1} Node runs`);
-  console.log('| model | tokens | threads (Node, page) | first run: Node, page | Node tok/s (runs) | page tok/s (runs) | engine tok/s: Node, page | page / its engine | page / Node |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  console.log('| model | tokens | threads (Node, page) | first run: Node, page | Node tok/s (runs) | page tok/s (runs) | engine tok/s: Node, page | page / its engine | each page run / its two Node runs: median (range) | page / Node |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const r of rows) {
     if (r.skipped) {
-      console.log(`| ${r.skipped} | | | | | | | | SKIPPED |`);
+      console.log(`| ${r.skipped} | | | | | | | | | SKIPPED |`);
       continue;
     }
+    // page run i ran between Node runs i and i + 1: its ratio to their mean follows the machine's drift
+    const pairs = r.page.map((x, i) => x.tokPerS / mean([r.node[i].tokPerS, r.node[i + 1].tokPerS])).sort((a, b) => a - b);
+    const median = pairs.length % 2 ? pairs[pairs.length >> 1] : mean(pairs.slice(pairs.length / 2 - 1, pairs.length / 2 + 1));
+    const pct = (x) => `${(100 * x).toFixed(0)}%`;
     const n = mean(r.node.map((x) => x.tokPerS)), p = mean(r.page.map((x) => x.tokPerS));
     console.log(`| ${r.model} | ${r.page[0].tokens} | ${r.node[0].threads}, ${r.page[0].threads} | ${r.cold.node.toFixed(0)}, ${r.cold.page.toFixed(0)} | ${n.toFixed(0)} (${r.node.map((x) => x.tokPerS.toFixed(0)).join(', ')}) | ` +
                 `${p.toFixed(0)} (${r.page.map((x) => x.tokPerS.toFixed(0)).join(', ')}) | ` +
                 `${mean(r.node.map((x) => x.engineTokPerS)).toFixed(0)}, ${mean(r.page.map((x) => x.engineTokPerS)).toFixed(0)} | ` +
                 `${((100 * p) / mean(r.page.map((x) => x.engineTokPerS))).toFixed(0)}% | ` +
+                `${pct(median)} (${pct(pairs[0])}–${pct(pairs.at(-1))}) | ` +
                 `${((100 * p) / n).toFixed(0)}% ${p >= 0.9 * n ? 'PASS' : 'MISS'} (target ≥ 90%) |`);
   }
 }
