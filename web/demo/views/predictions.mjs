@@ -6,7 +6,6 @@
 // While generating, the generated tokens' bars come from the stream (each step's predictions); when
 // the run ends, one forward pass gives every position's, with the logit lens.
 import { ColourScale } from '../colour.mjs';
-import { invalidate } from '../frame.mjs';
 import { h, visiblePiece } from '../format.mjs';
 import { paint } from './grid.mjs';
 
@@ -63,8 +62,8 @@ export class PredictionsView {
     const ids = run.target.ids;
     const n = Math.min(ids.length, this.analysis.state.model.info.contextLength);
     // Cards are rebuilt only when their data changes: a streamed token adds one card. At most
-    // CARDS_PER_FRAME per frame (the rest in the next frames), so that the main thread never runs
-    // long when a whole run's predictions arrive at once.
+    // CARDS_PER_FRAME per frame (render() returns true: the rest in the next frames, frame.mjs), so
+    // that the main thread never runs long when a whole run's predictions arrive at once.
     let built = 0;
     for (let p = 0; p < n; p++) {
       const top = forward?.topk[p] ?? run.predictions?.[p] ?? null;
@@ -72,10 +71,7 @@ export class PredictionsView {
       const key = `${forward ? 'f' : top ? 's' : '-'}:${next}`;
       const have = this.cards[p];
       if (have && have.key === key) continue;
-      if (built++ === CARDS_PER_FRAME) {
-        invalidate(this);
-        break;
-      }
+      if (built++ === CARDS_PER_FRAME) break;
       const el = this.#card(p, run.target.pieces[p], top, next);
       if (have) have.el.replaceWith(el);
       else this.strip.append(el);
@@ -91,6 +87,7 @@ export class PredictionsView {
           ? 'Generating: each new token shows the guesses it was drawn from. The prompt\u2019s guesses and the logit lens follow when the run ends.'
           : 'Computing the predictions and the logit lens of every position…';
     if (this.focus !== null && !drawing) this.#showLens(this.focus);
+    return drawing;
   }
 
   #card(p, piece, top, next) {
