@@ -10,7 +10,7 @@ import { focusQuery, focusWeights } from './focus.mjs';
 import { summarise } from './text.mjs';
 
 // What one frame does at most (the rest in the next frames: frame.mjs): a 100-token run's rows built
-// and painted at once made a 25-60 ms main-thread task at its end (style, layout and paint included).
+// and painted at once made a 21-58 ms main-thread task at its end (CPU; style, layout and paint included).
 const NEW_ROWS_PER_FRAME = 40;
 const PAINTS_PER_FRAME = 160;  // chips whose weight changes, past the rows on screen
 
