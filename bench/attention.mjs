@@ -19,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { findPeers } from './peers.mjs';
+import { median } from './stats.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
@@ -26,11 +27,6 @@ const cacheDir = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.cache', '
 const SHAPE_110M = [768, 2048, 12, 12, 12, 32000];
 const PROMPT = [1, 9038, 2501, 263, 931];
 const log = (...m) => process.stderr.write(m.join(' ') + '\n');
-const median = (xs) => {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  return s.length ? (s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : null;
-};
-
 // ---- the capture child: one realm, one model, alternating with / without capture ---------------------
 async function captureChild(ckpt, tok, threads, quick) {
   const { loadModel } = await import(pathToFileURL(join(root, 'web', 'src', 'index.mjs')).href);

@@ -29,6 +29,7 @@ import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findPeers, peersDir } from './peers.mjs';
+import { median } from './stats.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
@@ -349,15 +350,14 @@ function printStream(rows) {
       continue;
     }
     // page run i ran between Node runs i and i + 1: its ratio to their mean follows the machine's drift
-    const pairs = r.page.map((x, i) => x.tokPerS / mean([r.node[i].tokPerS, r.node[i + 1].tokPerS])).sort((a, b) => a - b);
-    const median = pairs.length % 2 ? pairs[pairs.length >> 1] : mean(pairs.slice(pairs.length / 2 - 1, pairs.length / 2 + 1));
+    const pairs = r.page.map((x, i) => x.tokPerS / mean([r.node[i].tokPerS, r.node[i + 1].tokPerS]));
     const pct = (x) => `${(100 * x).toFixed(0)}%`;
     const n = mean(r.node.map((x) => x.tokPerS)), p = mean(r.page.map((x) => x.tokPerS));
     console.log(`| ${r.model} | ${r.page[0].tokens} | ${r.node[0].threads}, ${r.page[0].threads} | ${r.cold.node.toFixed(0)}, ${r.cold.page.toFixed(0)} | ${n.toFixed(0)} (${r.node.map((x) => x.tokPerS.toFixed(0)).join(', ')}) | ` +
                 `${p.toFixed(0)} (${r.page.map((x) => x.tokPerS.toFixed(0)).join(', ')}) | ` +
                 `${mean(r.node.map((x) => x.engineTokPerS)).toFixed(0)}, ${mean(r.page.map((x) => x.engineTokPerS)).toFixed(0)} | ` +
                 `${((100 * p) / mean(r.page.map((x) => x.engineTokPerS))).toFixed(0)}% | ` +
-                `${pct(median)} (${pct(pairs[0])}–${pct(pairs.at(-1))}) | ` +
+                `${pct(median(pairs))} (${pct(Math.min(...pairs))}–${pct(Math.max(...pairs))}) | ` +
                 `${((100 * p) / n).toFixed(0)}% ${p >= 0.9 * n ? 'PASS' : 'MISS'} (target ≥ 90%) |`);
   }
 }

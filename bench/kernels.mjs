@@ -25,6 +25,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { median } from './stats.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const snippet = join(root, 'bench', 'CMakeLists.kernels.cmake');
@@ -94,11 +95,6 @@ function runAll() {
 }
 
 // ---- table -----------------------------------------------------------------------------------------
-const median = (v) => {
-  const s = [...v].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
 // key: kernel/dtype/shape; column: platform + variant ("wasm simd", "wasm-scalar ref", "native ref", ...)
 function collect(lines) {
   const cases = new Map();

@@ -39,6 +39,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { performance } from 'node:perf_hooks';
 import { findPeers, peerModelName, runPeer } from './peers.mjs';
+import { median } from './stats.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
@@ -276,12 +277,6 @@ async function apiChild(ckpt, tok, quick) {
 }
 
 // ---- table ------------------------------------------------------------------------------------------
-const median = (xs) => {
-  const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((a, b) => a - b);
-  if (!s.length) return null;
-  const h = Math.floor(s.length / 2);
-  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
-};
 function cell(xs, digits = 1) {
   const v = xs.filter((x) => x != null && Number.isFinite(x));
   if (!v.length) return '–';

@@ -21,6 +21,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { peersDir, root } from './peers.mjs';
+import { median } from './stats.mjs';
 
 const log = (...a) => console.error(...a);
 
@@ -95,12 +96,6 @@ async function wllama(peers, file) {
   return { tokS: r.decode_tok_s, prefillMs: r.prefill_ms };
 }
 
-const median = (xs) => {
-  const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((p, q) => p - q);
-  if (!s.length) return null;
-  const h = s.length >> 1;
-  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
-};
 const f = (x, d = 1) => (x == null ? '–' : x.toFixed(d));
 const ratio = (x, y) => (x == null || y == null ? null : x / y);
 

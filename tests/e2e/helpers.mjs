@@ -183,11 +183,10 @@ export async function closeDemo({ server, browser } = {}) {
 }
 
 /**
- * Resolves once the demo has drawn what it was asked to (web/demo/frame.mjs drawn(): views that draw
- * over several frames included), then one more frame: what a test waits for before it reads the page.
+ * Resolves once the demo has drawn what it was asked to and that frame is on screen (web/demo/frame.mjs
+ * drawn(): views that draw over several frames included): what a test waits for before it reads the page.
  */
-export const drawn = (page) =>
-  page.evaluate(() => window.attnlens.drawn().then(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)))));
+export const drawn = (page) => page.evaluate(() => window.attnlens.drawn());
 
 /** The text of the demo's message box `sel` ('' while it is hidden). */
 export const demoMessage = (page, sel) =>

@@ -99,13 +99,18 @@ export class TokensView {
     // streaming); once the run is over, the other rows follow, PAINTS_PER_FRAME a frame.
     const onScreen = this.#rowsOnScreen();
     const ax = s.axes(AXES);
-    const built = this.queries.sync(ax.queries, NEW_ROWS_PER_FRAME) & this.keys.sync(ax.keys, NEW_ROWS_PER_FRAME);
+    const queriesBuilt = this.queries.sync(ax.queries, NEW_ROWS_PER_FRAME);
+    const keysBuilt = this.keys.sync(ax.keys, NEW_ROWS_PER_FRAME);
     const q = focusQuery(s);
     const focus = q === null ? null : focusWeights(s, q, ax.keys.ids.length);
     this.queries.paint(null, s.scale, q, onScreen);
     this.keys.paint(focus, s.scale, null, onScreen);
-    const painted = run.status === 'running' ||
-      (this.queries.paint(null, s.scale, q, null, PAINTS_PER_FRAME) & this.keys.paint(focus, s.scale, null, null, PAINTS_PER_FRAME));
+    let painted = true;
+    if (run.status !== 'running') {
+      const queriesPainted = this.queries.paint(null, s.scale, q, null, PAINTS_PER_FRAME);
+      const keysPainted = this.keys.paint(focus, s.scale, null, null, PAINTS_PER_FRAME);
+      painted = queriesPainted && keysPainted;
+    }
     this.body.dataset.query = q === null ? '' : String(q);
     this.body.dataset.kind = s.kind;
     this.body.dataset.layer = String(s.layer);
@@ -114,7 +119,7 @@ export class TokensView {
     setText(this.caption, 'Lines from the query token to every key it attends to; opacity and width ∝ weight.');
     this.accent = cssVar('--accent');
     this.#lines(focus);
-    return !(built && painted);
+    return !(queriesBuilt && keysBuilt && painted);
   }
 
   // The rows in the scroller's viewport and a viewport's height on either side (the scroll handler
