@@ -4,18 +4,24 @@
 // Two kinds of redraw:
 // - invalidate(view): interaction (hover, keys, clicks) or a new model/run; every such view renders
 //   in the very next frame, so what the user points at updates everywhere at once.
-// - invalidateSoon(view): new data while tokens stream in. These redraws go in cycles: a cycle draws
-//   the views that asked, one view per frame (each view's redraw — its DOM changes, then the
-//   browser's style, layout and paint of them — is a main-thread task of its own, so no task grows
-//   with the number of views on screen), and the next cycle starts no sooner than 32 × what the
-//   last one cost after the last one started (at least 125 ms, at most 250 ms): drawing takes at most
-//   a thirty-second of the main thread while a cycle costs under ~8 ms (a costlier one takes a larger
-//   share, the interval being capped), and so little of the cores the engine's threads share with
-//   it, while the views still update 4–8 times a second. (The browser's raster and compositing of a
-//   redraw cost the engine more than the main thread's part that is measured here: on 2 cores, a
-//   cycle every ≥ 66 ms and 16 × cost left the page at 75–84% of Node's rate, every ≥ 125 ms and
+// - invalidateSoon(view): new data while tokens stream in. These redraws go in cycles. A cycle draws
+//   the views that asked together in one frame, while their script stays under FRAME_SCRIPT_MS (a
+//   costlier cycle, such as a run's last, goes on in the next frames): the browser's fixed work per
+//   frame — starting it, committing it, layerizing, scheduling its raster, compositing — is paid once
+//   a cycle, not once a view (drawn one view per frame, the page's work beside the engine's threads
+//   took ~20% more CPU on 2 cores, bench/README.md). The next cycle starts no sooner than 32 × what
+//   the last one cost after the last one started (at least 125 ms, at most 250 ms): drawing takes at
+//   most a thirty-second of the main thread while a cycle costs under ~8 ms (a costlier one takes a
+//   larger share, the interval being capped), and so little of the cores the engine's threads share
+//   with it, while the views still update 4–8 times a second. (The browser's raster and compositing
+//   of a redraw cost the engine more than the main thread's part that is measured here: on 2 cores,
+//   a cycle every ≥ 66 ms and 16 × cost left the page at 75–84% of Node's rate, every ≥ 125 ms and
 //   32 × cost at 91–99%; bench/browser.mjs --only stream, bench/README.md.) A run's first cycle
 //   waits one interval after the run starts (holdStreamed), when its views were just drawn in full.
+//
+// A view reads the layout in measure(), called for every view that draws in a frame before any of
+// them renders: render() only writes (a read after another view's changes in the same frame would
+// force a layout). Views whose size follows the page measure in a ResizeObserver's callback instead.
 //
 // A view whose render() returns true has more to draw (the token view builds and paints at most a
 // few dozen rows a frame): it renders again in the next frame, until it returns false, so no
@@ -23,7 +29,7 @@
 // status (invalidateSettled), drawn() — waits for those views too.
 
 const dirty = new Set();     // render in the next frame
-let cycle = new Set();       // streamed redraws of the running cycle, one per frame
+let cycle = new Set();       // streamed redraws of the running cycle (all in its next frame)
 let pending = new Set();     // streamed redraws for the next cycle
 const settled = new Set();   // render once no streamed redraw is left
 let scheduled = false;
@@ -40,6 +46,15 @@ let waiters = [];            // drawn()'s promises
 const MIN_INTERVAL_MS = 125;
 const MAX_INTERVAL_MS = 250;
 const COST_SHARE = 32;       // a cycle every ≥ 32 × its cost
+const FRAME_SCRIPT_MS = 4;   // a cycle's views draw in one frame until their script has taken this long
+
+function measure(v) {
+  try {
+    v.measure?.();
+  } catch (e) {
+    console.error('measure failed', v, e);
+  }
+}
 
 // Renders v; true when it has more to draw (it stays in `unfinished` until it has drawn all).
 function render(v) {
@@ -63,16 +78,20 @@ function frame() {
     cycle.delete(v);
     pending.delete(v);
   }
+  // the cycle's views, in this frame as far as FRAME_SCRIPT_MS goes; one with more to draw goes again
+  const streamed = open && !ending ? [...cycle] : [];
+  // every view that draws in this frame reads the layout first, before any of them changes the DOM
+  for (const v of [...views, ...streamed]) measure(v);
   for (const v of views) if (render(v)) dirty.add(v);
   if (dirty.size) schedule();
   if (open && !ending) {
-    // one streamed view with something to draw (views off screen return at once and do not count);
-    // one with more to draw goes again after the others
-    while (cycle.size) {
-      const v = cycle.values().next().value;
-      cycle.delete(v);
-      if (render(v)) cycle.add(v);
-      if (v.visible !== false) break;
+    // once one has drawn and the frame's script has run FRAME_SCRIPT_MS, the others go in the next
+    cycle.clear();
+    let drew = false;
+    for (const v of streamed) {
+      if (drew && performance.now() - t0 > FRAME_SCRIPT_MS) cycle.add(v);
+      else if (render(v)) cycle.add(v);
+      drew ||= v.visible !== false;
     }
     // this frame's cost: its rendering included, up to the first task after it; the cycle ends
     // once, after its last frame (frames drawn meanwhile for interaction leave it alone)

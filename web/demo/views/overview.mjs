@@ -36,7 +36,12 @@ export class OverviewView {
       if (t) this.#open(t);
     });
     this.canvas.addEventListener('keydown', (e) => this.#key(e));
-    new ResizeObserver(() => invalidate(this)).observe(this.frame);
+    // the frame's width, read where the layout is up to date (a read in render() after another
+    // view's DOM changes in the same frame would force a layout)
+    new ResizeObserver(() => {
+      this.frameWidth = this.frame.clientWidth;
+      invalidate(this);
+    }).observe(this.frame);
   }
 
   get visible() {
@@ -104,7 +109,7 @@ export class OverviewView {
     const left = 64;
     const top = 22;
     const gap = 6;
-    const avail = Math.max(240, this.frame.clientWidth - 2);
+    const avail = Math.max(240, (this.frameWidth ?? this.frame.clientWidth) - 2);
     const size = Math.max(24, Math.min(120, Math.floor((avail - left) / columns.length) - gap));
     const pitch = size + gap;
     const width = left + columns.length * pitch;

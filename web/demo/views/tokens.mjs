@@ -35,9 +35,14 @@ export class TokensView {
       text: 'Pieces: ␣ is a space, \\n a newline, \\t a tab, \\u200d an invisible character, ◌ the base of a mark shown alone; <0xF0> is one byte of a character split over several tokens.',
     });
     root.append(this.caption, this.summary, this.head, this.scroller, this.legend);
-    this.scroller.addEventListener('scroll', () => invalidate(this), { passive: true });
     this.qList = qList;
     this.kList = kList;
+    // The layout is read in measure(), which frame.mjs calls before any view of the frame changes the
+    // DOM, never in render(): a read after render()'s own changes forced a second layout in every
+    // frame that drew this view (38 ms of a 64-token run's main thread in a JS profile).
+    this.geometry = { top: 0, pitch: 24, rowH: 22, width: 0, viewH: 0, maxViewH: NaN, bodyH: 0, rows: 0, scrollTop: 0 };
+    this.retried = false;  // render() asked for one more frame, the body not laid out when measured
+    this.scroller.addEventListener('scroll', () => invalidate(this), { passive: true });
     this.#wire();
   }
 
@@ -97,10 +102,11 @@ export class TokensView {
     // The rows on screen get their weights first. While tokens stream in, only they do: the focused
     // query is the newest token, so every redraw would otherwise restyle every row (bench/README.md,
     // streaming); once the run is over, the other rows follow, PAINTS_PER_FRAME a frame.
-    const onScreen = this.#rowsOnScreen();
     const ax = s.axes(AXES);
     const queriesBuilt = this.queries.sync(ax.queries, NEW_ROWS_PER_FRAME);
     const keysBuilt = this.keys.sync(ax.keys, NEW_ROWS_PER_FRAME);
+    const layout = this.#layout();
+    const onScreen = this.#rowsOnScreen(layout);
     const q = focusQuery(s);
     const focus = q === null ? null : focusWeights(s, q, ax.keys.ids.length);
     this.queries.paint(null, s.scale, q, onScreen);
@@ -118,40 +124,58 @@ export class TokensView {
     setText(this.summary, focus ? summarise(s, ax, focus) : '');
     setText(this.caption, 'Lines from the query token to every key it attends to; opacity and width ∝ weight.');
     this.accent = cssVar('--accent');
-    this.#lines(focus);
-    return !(queriesBuilt && keysBuilt && painted);
+    this.#lines(focus, layout);
+    // measured while the body was hidden (a run's first frame): draw the lines again once it is laid out
+    const unmeasured = !(layout.width > 0) && !this.retried;
+    this.retried = unmeasured;
+    return !(queriesBuilt && keysBuilt && painted) || unmeasured;
+  }
+
+  /**
+   * Reads the layout this frame's render() draws from (frame.mjs calls it before any view of the
+   * frame changes the DOM). Rows are fixed-size boxes (app.css .tok-line): row i starts at
+   * top + i × pitch in the body's coordinates.
+   */
+  measure() {
+    if (!this.visible || this.body.hidden) return;
+    const g = this.geometry;
+    const chips = this.queries.chips;
+    g.top = chips[0]?.offsetTop ?? 0;
+    if (chips.length > 1) g.pitch = chips[1].offsetTop - chips[0].offsetTop;
+    if (chips.length) g.rowH = chips[0].offsetHeight;
+    g.width = this.gutter.clientWidth;
+    g.viewH = this.scroller.clientHeight;
+    // the most it shows before it scrolls (app.css: max-height, with its border and scrollbar)
+    g.maxViewH = parseFloat(getComputedStyle(this.scroller).maxHeight) - (this.scroller.offsetHeight - g.viewH);
+    g.bodyH = this.body.offsetHeight;
+    g.rows = chips.length;
+    g.scrollTop = this.scroller.scrollTop;
+  }
+
+  // What this frame draws with: the last measurement, the rows built since then added to the body
+  // (the scroller grows with it until its max-height, after which it scrolls).
+  #layout() {
+    const g = this.geometry;
+    const bodyH = g.bodyH + (this.queries.chips.length - g.rows) * g.pitch;
+    const height = g.viewH < g.bodyH ? g.viewH : Math.min(bodyH, g.maxViewH || Infinity);
+    return { top: g.top, pitch: g.pitch, rowH: g.rowH, width: g.width, height, scrollTop: g.scrollTop };
   }
 
   // The rows in the scroller's viewport and a viewport's height on either side (the scroll handler
-  // redraws as it moves), from the layout of the last frame: read before this frame's changes, so
-  // the browser lays out once. null before two rows exist (all rows).
-  #rowsOnScreen() {
-    if (this.queries.chips.length < 2) return null;
-    const { top, pitch } = this.#rowGrid();
-    if (!(pitch > 0)) return null;
-    const view = Math.ceil(this.scroller.clientHeight / pitch);
-    const first = Math.floor((this.scroller.scrollTop - top) / pitch);
+  // redraws as it moves). null before two rows exist (all rows).
+  #rowsOnScreen({ top, pitch, height, scrollTop }) {
+    if (this.queries.chips.length < 2 || !(pitch > 0) || !(height > 0)) return null;
+    const view = Math.ceil(height / pitch);
+    const first = Math.floor((scrollTop - top) / pitch);
     return { from: first - view, to: first + 2 * view + 1 };
-  }
-
-  // Rows are fixed-size boxes (app.css .tok-line): row i starts at top + i × pitch, in the body's
-  // coordinates (pitch 24 until a second row exists).
-  #rowGrid() {
-    const chips = this.queries.chips;
-    return { top: chips[0]?.offsetTop ?? 0, pitch: chips.length > 1 ? chips[1].offsetTop - chips[0].offsetTop : 24 };
   }
 
   // The lines canvas covers only the visible part of the scrolling columns (it is sticky in the
   // gutter), and chip positions come from the row pitch, not from reading every chip's layout:
   // the cost per frame stays flat however many tokens stream in.
-  #lines(focus) {
+  #lines(focus, { top, pitch, rowH, width, height, scrollTop }) {
     const dpr = globalThis.devicePixelRatio || 1;
     const chips = this.queries.chips;
-    const { top, pitch } = this.#rowGrid();
-    const rowH = chips[0]?.offsetHeight ?? 22;
-    const scrollTop = this.scroller.scrollTop;
-    const width = this.gutter.clientWidth;
-    const height = Math.min(this.scroller.clientHeight, this.body.offsetHeight);
     const bw = Math.round(width * dpr);
     const bh = Math.round(height * dpr);
     if (this.canvas.width !== bw) this.canvas.width = bw;
