@@ -19,7 +19,11 @@
 // without DevTools, driven through its own controls) generates N tokens; its rate is taken as the
 // tokens arrive in the page; Node runs model.stream() with the same options in this process, in
 // the calling thread, before and after the page (the mean of both runs is the reference); both engines'
-// own decode rates are printed too (result.timings), and the page's rate against its engine's. Models:
+// own decode rates are printed too (result.timings), and the page's rate against its engine's. The
+// target is judged on both ratios, page / Node as the tokens arrive and the engine in the page / in
+// Node: a page whose main thread is busy when the first token comes in receives it late and the next
+// ones together, which raises its arrival rate above its engine's (kjv-gpt2's 100 tokens take ~0.1 s:
+// 112-116% of its engine), so a costlier first frame scored better on arrival alone. Models:
 // kjv-gpt2 (built in) and, when the llama.cpp peers are set up, their 42M q8_0 GGUF loaded by URL.
 // A benchmark, not a test: nothing fails.
 //   node bench/browser.mjs [--json FILE] [--only start|stream] [--repeat N] [--warm-s S]
@@ -342,23 +346,23 @@ async function streamRows() {
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 function printStream(rows) {
   console.log(`\nStreaming in the demo page (headless Chromium, engine in its Web Worker, attention + top-5 predictions) beside model.stream() in Node (same options, this thread); after ${WARM_S} s of untimed warm-up generations on each side, ${repeat} page runs alternated with ${repeat + 1} Node runs`);
-  console.log('| model | tokens | threads (Node, page) | first run: Node, page | Node tok/s (runs) | page tok/s (runs) | engine tok/s: Node, page | page / its engine | each page run / its two Node runs: median (range) | page / Node |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  console.log('| model | tokens | threads (Node, page) | first run: Node, page | Node tok/s (runs) | page tok/s (runs) | engine tok/s: Node, page | page / its engine | each page run / its two Node runs: median (range) | page / Node | engine: page / Node | target: both ≥ 90% |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const r of rows) {
     if (r.skipped) {
-      console.log(`| ${r.skipped} | | | | | | | | | SKIPPED |`);
+      console.log(`| ${r.skipped} | | | | | | | | | | | SKIPPED |`);
       continue;
     }
     // page run i ran between Node runs i and i + 1: its ratio to their mean follows the machine's drift
     const pairs = r.page.map((x, i) => x.tokPerS / mean([r.node[i].tokPerS, r.node[i + 1].tokPerS]));
     const pct = (x) => `${(100 * x).toFixed(0)}%`;
     const n = mean(r.node.map((x) => x.tokPerS)), p = mean(r.page.map((x) => x.tokPerS));
+    const ne = mean(r.node.map((x) => x.engineTokPerS)), pe = mean(r.page.map((x) => x.engineTokPerS));
     console.log(`| ${r.model} | ${r.page[0].tokens} | ${r.node[0].threads}, ${r.page[0].threads} | ${r.cold.node.toFixed(0)}, ${r.cold.page.toFixed(0)} | ${n.toFixed(0)} (${r.node.map((x) => x.tokPerS.toFixed(0)).join(', ')}) | ` +
                 `${p.toFixed(0)} (${r.page.map((x) => x.tokPerS.toFixed(0)).join(', ')}) | ` +
-                `${mean(r.node.map((x) => x.engineTokPerS)).toFixed(0)}, ${mean(r.page.map((x) => x.engineTokPerS)).toFixed(0)} | ` +
-                `${((100 * p) / mean(r.page.map((x) => x.engineTokPerS))).toFixed(0)}% | ` +
+                `${ne.toFixed(0)}, ${pe.toFixed(0)} | ${pct(p / pe)} | ` +
                 `${pct(median(pairs))} (${pct(Math.min(...pairs))}–${pct(Math.max(...pairs))}) | ` +
-                `${((100 * p) / n).toFixed(0)}% ${p >= 0.9 * n ? 'PASS' : 'MISS'} (target ≥ 90%) |`);
+                `${pct(p / n)} | ${pct(pe / ne)} | ${p >= 0.9 * n && pe >= 0.9 * ne ? 'PASS' : 'MISS'} |`);
   }
 }
 
