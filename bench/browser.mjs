@@ -23,7 +23,7 @@
 // target is judged on both ratios, page / Node as the tokens arrive and the engine in the page / in
 // Node: a page whose main thread is busy when the first token comes in receives it late and the next
 // ones together, which raises its arrival rate above its engine's (kjv-gpt2's 100 tokens take ~0.1 s:
-// 112-116% of its engine), so a costlier first frame scored better on arrival alone. Models:
+// 103-119% of its engine), so a costlier first frame scored better on arrival alone. Models:
 // kjv-gpt2 (built in) and, when the llama.cpp peers are set up, their 42M q8_0 GGUF loaded by URL.
 // A benchmark, not a test: nothing fails.
 //   node bench/browser.mjs [--json FILE] [--only start|stream] [--repeat N] [--warm-s S]

@@ -21,7 +21,7 @@
 //
 // A view reads the layout in measure(), called for every view that draws in a frame before any of
 // them renders: render() only writes (a read after another view's changes in the same frame would
-// force a layout). Views whose size follows the page measure in a ResizeObserver's callback instead.
+// force a layout).
 //
 // A view whose render() returns true has more to draw (the token view builds and paints at most a
 // few dozen rows a frame): it renders again in the next frame, until it returns false, so no

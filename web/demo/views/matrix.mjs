@@ -41,12 +41,14 @@ export class MatrixView {
       if (c) this.state.set({ query: c.q, pinned: true });
     });
     this.canvas.addEventListener('keydown', (e) => this.#key(e));
-    // the frame's width, read where the layout is up to date (a read in render() after another
-    // view's DOM changes in the same frame would force a layout)
-    new ResizeObserver(() => {
-      this.frameWidth = this.frame.clientWidth;
-      invalidate(this);
-    }).observe(this.frame);
+    this.frameWidth = 0;  // measure()
+    new ResizeObserver(() => invalidate(this)).observe(this.frame);
+  }
+
+  /** The frame's width, read before any view of the frame changes the DOM (frame.mjs). */
+  measure() {
+    if (!this.visible) return;
+    this.frameWidth = this.frame.clientWidth;
   }
 
   get visible() {
@@ -148,7 +150,7 @@ export class MatrixView {
     const img = this.images.get(run.store, s.kind, s.layer, s.head, s.scale, ax.causal, size);
     const Q = size.queries;
     const K = size.keys;
-    const avail = Math.max(200, (this.frameWidth ?? this.frame.clientWidth) - 2);
+    const avail = Math.max(200, this.frameWidth - 2);
     g.font = LABEL_FONT;
     const labelW = (list) => Math.min(110, 8 + Math.max(16, ...list.slice(0, 400).map((p) => this.#label(g, p).width)));
     const left = labelW(ax.queries.pieces);

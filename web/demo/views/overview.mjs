@@ -36,12 +36,14 @@ export class OverviewView {
       if (t) this.#open(t);
     });
     this.canvas.addEventListener('keydown', (e) => this.#key(e));
-    // the frame's width, read where the layout is up to date (a read in render() after another
-    // view's DOM changes in the same frame would force a layout)
-    new ResizeObserver(() => {
-      this.frameWidth = this.frame.clientWidth;
-      invalidate(this);
-    }).observe(this.frame);
+    this.frameWidth = 0;  // measure()
+    new ResizeObserver(() => invalidate(this)).observe(this.frame);
+  }
+
+  /** The frame's width, read before any view of the frame changes the DOM (frame.mjs). */
+  measure() {
+    if (!this.visible) return;
+    this.frameWidth = this.frame.clientWidth;
   }
 
   get visible() {
@@ -109,7 +111,7 @@ export class OverviewView {
     const left = 64;
     const top = 22;
     const gap = 6;
-    const avail = Math.max(240, (this.frameWidth ?? this.frame.clientWidth) - 2);
+    const avail = Math.max(240, this.frameWidth - 2);
     const size = Math.max(24, Math.min(120, Math.floor((avail - left) / columns.length) - gap));
     const pitch = size + gap;
     const width = left + columns.length * pitch;

@@ -25,12 +25,13 @@ export class RolloutView {
       this.caption, this.frame, h('div', { class: 'legend-row' }, this.legend, this.readout));
     this.layout = null;
     this.canvas.addEventListener('pointermove', (e) => this.#pointer(e));
-    // the frame's width, read where the layout is up to date (a read in render() after another
-    // view's DOM changes in the same frame would force a layout)
-    new ResizeObserver(() => {
-      this.frameWidth = this.frame.clientWidth;
-      invalidate(this);
-    }).observe(this.frame);
+    this.frameWidth = 0;  // measure()
+    new ResizeObserver(() => invalidate(this)).observe(this.frame);
+  }
+
+  /** The frame's width, read before any view of the frame changes the DOM (frame.mjs). */
+  measure() {
+    this.frameWidth = this.frame.clientWidth;
   }
 
   reset() {
@@ -71,7 +72,7 @@ export class RolloutView {
     const pieces = run.target.pieces.slice(0, n);
     const scale = state.scale;
     const dpr = window.devicePixelRatio || 1;
-    const avail = Math.max(200, (this.frameWidth ?? this.frame.clientWidth) - 10);
+    const avail = Math.max(200, this.frameWidth - 10);
     const label = 70;
     const cell = Math.max(2, Math.min(24, Math.floor((avail - label) / n)));
     const width = label + cell * n;
