@@ -342,6 +342,31 @@ describe('attention explorer (web/demo) in headless Chromium', { skip, timeout: 
     assert.match(await page.textContent('#stat-note'), /stopped/);
   });
 
+  test('the token view takes the height of its rows: a short run after a long one shrinks it', async () => {
+    await page.click('#tab-tokens');
+    const size = () => page.evaluate(() => {
+      const q = (s) => document.querySelector(s);
+      const chips = document.querySelectorAll('#view-tokens .col-q li');
+      const rows = chips[chips.length - 1].offsetTop + chips[chips.length - 1].offsetHeight - chips[0].offsetTop;
+      return { n: chips.length, rows, body: q('#view-tokens .lines-body').offsetHeight, scroller: q('#view-tokens .lines-scroll').clientHeight,
+               canvas: q('#view-tokens .lines-canvas').offsetHeight };
+    });
+    const long = await generateOnPage({ maxNewTokens: 200, seed: 1 });
+    assert.equal(long.status, 'done', long.error);
+    await drawn(page);
+    const tall = await size();
+    assert.ok(tall.body > tall.scroller, `${tall.n} rows scroll (${JSON.stringify(tall)})`);
+    const short = await generateOnPage({ maxNewTokens: 2, seed: 1 });
+    assert.equal(short.status, 'done', short.error);
+    await drawn(page);
+    const small = await size();
+    assert.equal(small.n, short.n);
+    // the rows, not the long run's canvas, set the height (a row's gap below the last one aside)
+    assert.ok(small.body - small.rows < 8, `body ${small.body} px for ${small.n} rows of ${small.rows} px (${JSON.stringify(small)})`);
+    assert.equal(small.scroller, small.body, 'the scroller fits the rows');
+    assert.ok(small.canvas <= small.body, `lines canvas ${small.canvas} px within the body`);
+  });
+
   test('offline: after one visit the page reloads and generates with the network off', async () => {
     await page.waitForFunction(() => document.documentElement.dataset.offline === 'ready', null, { timeout: 120_000 });
     assert.match(await page.textContent('#offline-pill'), /offline/i);

@@ -41,7 +41,7 @@ export class TokensView {
     // DOM, never in render(): a read after render()'s own changes forced a second layout in every
     // frame that drew this view (with the views drawn in one frame: 38 ms of a 64-token run's main
     // thread in a JS profile).
-    this.geometry = { top: 0, pitch: 24, rowH: 22, width: 0, viewH: 0, maxViewH: NaN, bodyH: 0, rows: 0, scrollTop: 0 };
+    this.geometry = { top: 0, pitch: 24, rowH: 22, width: 0, viewH: 0, maxViewH: NaN, bodyH: 0, scrollTop: 0 };
     this.retried = false;  // render() asked for one more frame, the body not laid out when measured
     this.scroller.addEventListener('scroll', () => invalidate(this), { passive: true });
     this.#wire();
@@ -149,17 +149,18 @@ export class TokensView {
     // the most it shows before it scrolls (app.css: max-height, with its border and scrollbar)
     g.maxViewH = parseFloat(getComputedStyle(this.scroller).maxHeight) - (this.scroller.offsetHeight - g.viewH);
     g.bodyH = this.body.offsetHeight;
-    g.rows = chips.length;
     g.scrollTop = this.scroller.scrollTop;
   }
 
-  // What this frame draws with: the last measurement, the rows built since then added to the body
-  // (the scroller grows with it until its max-height, after which it scrolls).
+  // What this frame draws with: the last measurement and the rows there are now. The lines canvas
+  // covers the rows' height, up to what the scroller shows (its height when it scrolled, else its
+  // max-height): taken from the rows, not from the body, whose height the canvas itself holds up (a
+  // short run after a long one would keep the long one's height).
   #layout() {
     const g = this.geometry;
-    const bodyH = g.bodyH + (this.queries.chips.length - g.rows) * g.pitch;
-    const height = g.viewH < g.bodyH ? g.viewH : Math.min(bodyH, g.maxViewH || Infinity);
-    return { top: g.top, pitch: g.pitch, rowH: g.rowH, width: g.width, height, scrollTop: g.scrollTop };
+    const rowsH = g.top + this.queries.chips.length * g.pitch;
+    const shown = g.viewH < g.bodyH ? g.viewH : g.maxViewH || Infinity;
+    return { top: g.top, pitch: g.pitch, rowH: g.rowH, width: g.width, height: Math.min(rowsH, shown), scrollTop: g.scrollTop };
   }
 
   // The rows in the scroller's viewport and a viewport's height on either side (the scroll handler
