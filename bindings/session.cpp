@@ -117,20 +117,36 @@ val SessionHandle::embed(const val& inputs, const val& options) {
   });
 }
 
+namespace {
+// The names of a record's fields and of the attention kinds as JS strings, made once: a generation
+// step reads every layer's record, and each field named by a C string is a string decoded in JS
+// (with the kind's value, ~9 per record). Made on the first call, on the thread that calls into the
+// module (emval handles belong to it; the engine's pool threads never touch them).
+struct RecordNames {
+  val kind{"kind"}, layer{"layer"}, heads{"heads"}, queries{"queries"}, keys{"keys"}, queryStart{"queryStart"},
+      batch{"batch"}, data{"data"};
+  val kinds[3] = {val(nn::attention_kind_name(nn::AttentionKind::Self)), val(nn::attention_kind_name(nn::AttentionKind::Cross)),
+                  val(nn::attention_kind_name(nn::AttentionKind::Encoder))};
+};
+}  // namespace
+
 val SessionHandle::attention() const {
   return guarded([&] {
+    static const RecordNames n;
+    const auto& records = recorder_.records();
     val out = val::array();
-    for (const nn::AttentionRecord& r : recorder_.records()) {
+    for (size_t i = 0; i < records.size(); ++i) {
+      const nn::AttentionRecord& r = records[i];
       val o = val::object();
-      o.set("kind", std::string(nn::attention_kind_name(r.kind)));
-      o.set("layer", r.layer);
-      o.set("heads", r.n_heads);
-      o.set("queries", r.n_queries);
-      o.set("keys", r.n_keys);
-      o.set("queryStart", r.q_pos0);
-      o.set("batch", r.batch);  // > 1: an encoder batch, data [batch][heads][queries][keys]
-      o.set("data", val(typed_memory_view(r.weights.size(), r.weights.data())));
-      out.call<void>("push", o);
+      o.set(n.kind, n.kinds[int(r.kind)]);
+      o.set(n.layer, r.layer);
+      o.set(n.heads, r.n_heads);
+      o.set(n.queries, r.n_queries);
+      o.set(n.keys, r.n_keys);
+      o.set(n.queryStart, r.q_pos0);
+      o.set(n.batch, r.batch);  // > 1: an encoder batch, data [batch][heads][queries][keys]
+      o.set(n.data, val(typed_memory_view(r.weights.size(), r.weights.data())));
+      out.set(i, o);
     }
     return out;
   });

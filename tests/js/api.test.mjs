@@ -184,6 +184,14 @@ describe('stories260K (llama2.c)', { skip: noStories }, () => {
     assert.deepEqual(out.attentions.get(3, 2), full.attentions.get(3, 2));
     assert.equal(out.attentions.mean(1).length, 16);
     assert.equal(JSON.parse(JSON.stringify(out.attentions)).self.length, 2);
+    // The records copied share one buffer holding just the layers asked for (8 heads × 4 × 4 each),
+    // listed once for a transfer; every record of the full pass is in its own place of the other.
+    assert.deepEqual(out.attentions.buffers.map((b) => b.byteLength), [2 * 8 * 16 * 4]);
+    assert.equal(full.attentions.buffers.length, 1);
+    const views = full.attentions.records.map((r) => [r.data.byteOffset, r.data.byteLength]);
+    for (let i = 1; i < views.length; i++) assert.equal(views[i][0], views[i - 1][0] + views[i - 1][1], `record ${i} follows record ${i - 1}`);
+    const { attentions } = structuredClone({ attentions: out.attentions.records }, { transfer: out.attentions.buffers });
+    assert.deepEqual(Array.from(attentions[0].data.subarray(2 * 16, 3 * 16)), Array.from(full.attentions.get(1, 2)));
   });
 
   test('generate: greedy is deterministic; seeds reproduce; options are honoured', async () => {

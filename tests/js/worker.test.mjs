@@ -58,9 +58,12 @@ describe('a model in a worker', { skip: noSmall }, () => {
     assert.deepEqual(w.logits, l.logits);
     assert.ok(w.attentions instanceof Attentions);
     assert.deepEqual(w.attentions.toJSON(), l.attentions.toJSON());
-    // Each array arrives in a buffer of its own (moved from the worker, not a view of a heap).
+    // The arrays arrive moved from the worker, not as views of a heap: the logits in a buffer of their
+    // own, the pass's records in one buffer holding just them.
     assert.equal(w.logits.buffer.byteLength, w.logits.byteLength);
-    for (const r of w.attentions.records) assert.equal(r.data.buffer.byteLength, r.data.byteLength);
+    const [buffer] = w.attentions.buffers;
+    assert.equal(w.attentions.buffers.length, 1);
+    assert.equal(buffer.byteLength, w.attentions.records.reduce((n, r) => n + r.data.byteLength, 0));
     const [layer, head] = [model.info.layers - 1, model.info.heads - 1];
     const some = await model.forward(ids, { attentions: { layers: [layer], heads: [head] } });
     assert.deepEqual(some.attentions.layers(), [layer]);

@@ -76,13 +76,24 @@ export class Attentions {
     return Object.fromEntries(this.kinds.map((k) => [k, this.toArray(k)]));
   }
 
-  /** The ArrayBuffers (for postMessage transfer lists). */
+  /** The ArrayBuffers (for postMessage transfer lists), each once (records may share one). */
   get buffers() {
-    return this.records.map((r) => r.data.buffer);
+    return [...new Set(this.records.map((r) => r.data.buffer))];
   }
 
-  /** Copies the records out of wasm memory (views die at the next call into the engine). */
+  /**
+   * Copies the records out of wasm memory (views die at the next call into the engine), into one
+   * buffer: a generation step copies every layer's record, and one allocation (and one transfer to
+   * the thread that asked) costs less than one per record.
+   */
   static copyFrom(records) {
-    return new Attentions(records.map((r) => ({ ...r, data: r.data.slice() })));
+    const all = new Float32Array(records.reduce((n, r) => n + r.data.length, 0));
+    let at = 0;
+    return new Attentions(records.map((r) => {
+      const data = all.subarray(at, at + r.data.length);
+      data.set(r.data);
+      at += r.data.length;
+      return { ...r, data };
+    }));
   }
 }

@@ -725,7 +725,10 @@ export interface AttentionRecord {
   keys: number;
   /** Position of the first query. */
   queryStart: number;
-  /** Post-softmax weights [head][query][key]; causal rows are 0 beyond their own position. */
+  /**
+   * Post-softmax weights [head][query][key]; causal rows are 0 beyond their own position. The records
+   * of one pass share one ArrayBuffer: `data` is a view into it (mind `byteOffset`).
+   */
   data: Float32Array;
 }
 
@@ -747,7 +750,7 @@ export class Attentions {
   /** Nested arrays [layer][head][query][key] of one kind. */
   toArray(kind?: AttentionKind): number[][][][];
   toJSON(): Partial<Record<AttentionKind, number[][][][]>>;
-  /** The ArrayBuffers (for postMessage transfer lists). */
+  /** The ArrayBuffers of the records, each once (for postMessage transfer lists). */
   readonly buffers: ArrayBuffer[];
 }
 

@@ -72,10 +72,13 @@ function stackChunks(chunks) {
 
 // The recorded attention, copied out of wasm memory. Views into that memory are detached when the
 // heap grows, and building the record list allocates a little: should a view come back detached
-// (length 0), the list is read again (no growth the second time).
-function readAttention(s, select) {
+// (length 0), the list is read again (no growth the second time). Only the records kept (keep(r),
+// select's layers) are copied: the copies share one buffer, which a record left out would hold on to.
+function readAttention(s, { select = null, keep = null } = {}) {
   let records = s.attention();
   if (records.some((r) => r.data.length !== (r.batch ?? 1) * r.heads * r.queries * r.keys)) records = s.attention();
+  if (keep) records = records.filter(keep);
+  if (select?.layers?.length) records = records.filter((r) => select.layers.includes(r.layer));
   const copy = Attentions.copyFrom(records);
   return select ? new Attentions(selectRecords(copy.records, select)) : copy;
 }
@@ -432,7 +435,7 @@ export class Model {
           out.rollout = r.rollout;
           out.rolloutShape = [r.layers, n, n];
         }
-        out.attentions = att ? readAttention(s, all ? att : null) : null;
+        out.attentions = att ? readAttention(s, { select: all ? att : null }) : null;
         return out;
       } finally {
         s.setAttention(false, [], []);
@@ -718,7 +721,7 @@ export class Model {
         let attentions;
         // (While a beam search runs, steps choose nothing and there is no attention to hand out;
         // then the returned beam's tokens come one per step, each with its own pass's weights.)
-        if (att && !first && !s.searching()) attentions = new Attentions(readAttention(s).records.filter((r) => r.kind !== 'encoder'));
+        if (att && !first && !s.searching()) attentions = readAttention(s, { keep: (r) => r.kind !== 'encoder' });
         const ev = s.step();
         if (!ev) break;
         if (ev.pending) {  // a beam search step
