@@ -6,7 +6,7 @@
 //   in the very next frame, so what the user points at updates everywhere at once.
 // - invalidateSoon(view): new data while tokens stream in. These redraws go in cycles. A cycle draws
 //   the views that asked together in one frame, while their script stays under FRAME_SCRIPT_MS (a
-//   costlier cycle, such as a run's last, goes on in the next frames): the browser's fixed work per
+//   costlier cycle goes on in the next frames): the browser's fixed work per
 //   frame — starting it, committing it, layerizing, scheduling its raster, compositing — is paid once
 //   a cycle, not once a view (drawn one view per frame, the page's work beside the engine's threads
 //   took ~20% more CPU on 2 cores, bench/README.md). The next cycle starts no sooner than 32 × what
@@ -18,6 +18,9 @@
 //   a cycle every ≥ 66 ms and 16 × cost left the page at 75–84% of Node's rate, every ≥ 125 ms and
 //   32 × cost at 91–99%; bench/browser.mjs --only stream, bench/README.md.) A run's first cycle
 //   waits one interval after the run starts (holdStreamed), when its views were just drawn in full.
+//   The cycle after a run (the one invalidateSettled waits for) draws one view a frame: it draws
+//   the most (a short run's every token, every row's paint), and its views in one frame made main-
+//   thread tasks of 50-69 ms of CPU (the e2e long-task check, traced; one view a frame: 15-25 ms).
 //
 // A view reads the layout in measure(), called for every view that draws in a frame before any of
 // them renders: render() only writes (a read after another view's changes in the same frame would
@@ -85,11 +88,13 @@ function frame() {
   for (const v of views) if (render(v)) dirty.add(v);
   if (dirty.size) schedule();
   if (open && !ending) {
-    // once one has drawn and the frame's script has run FRAME_SCRIPT_MS, the others go in the next
+    // once one has drawn and the frame's script has run FRAME_SCRIPT_MS, the others go in the next;
+    // the cycle after a run (invalidateSettled waits for it) draws one view a frame
     cycle.clear();
+    const budget = settled.size ? 0 : FRAME_SCRIPT_MS;
     let drew = false;
     for (const v of streamed) {
-      if (drew && performance.now() - t0 > FRAME_SCRIPT_MS) cycle.add(v);
+      if (drew && performance.now() - t0 > budget) cycle.add(v);
       else if (render(v)) cycle.add(v);
       drew ||= v.visible !== false;
     }
