@@ -408,7 +408,7 @@ async function onGenerate() {
     if (state.run === run && !run.store.queryCount('self')) state.set({ run: null });
   }
   // The finished run's status and rates are published in the frame that draws the views' last rows
-  // (streamed redraws go one view per frame; invalidateSettled waits for the last of them):
+  // (the cycle after a run draws one view a frame; invalidateSettled waits for the last of them):
   // whoever waits for #stats[data-status="done"] — a user, a test, a script — then sees every token
   // drawn.
   liveStats.run = null;
