@@ -6,9 +6,9 @@
 //   in the very next frame, so what the user points at updates everywhere at once.
 // - invalidateSoon(view): new data while tokens stream in. These redraws go in cycles. A cycle draws
 //   the views that asked together in one frame, while their script stays under FRAME_SCRIPT_MS (a
-//   costlier cycle goes on in the next frames): the browser's fixed work per
-//   frame — starting it, committing it, layerizing, scheduling its raster, compositing — is paid once
-//   a cycle, not once a view (drawn one view per frame, the page's work beside the engine's threads
+//   costlier cycle goes on in the next frames): the browser's fixed work per frame — starting it,
+//   committing it, layerizing, scheduling its raster, compositing — is paid once a cycle, not once a
+//   view (drawn one view per frame, the page's work beside the engine's threads
 //   took ~20% more CPU on 2 cores, bench/README.md). The next cycle starts no sooner than 32 × what
 //   the last one cost after the last one started (at least 125 ms, at most 250 ms): drawing takes at
 //   most a thirty-second of the main thread while a cycle costs under ~8 ms (a costlier one takes a
@@ -22,7 +22,7 @@
 //   the most (a short run's every token, every row's paint), and its views in one frame made main-
 //   thread tasks of 50-69 ms of CPU (the e2e long-task check, traced; one view a frame: 15-25 ms).
 //
-// A view reads the layout in measure(), called for every view that draws in a frame before any of
+// A view reads the layout in measure(), called for every view that may draw in a frame before any of
 // them renders: render() only writes (a read after another view's changes in the same frame would
 // force a layout).
 //
@@ -32,7 +32,7 @@
 // status (invalidateSettled), drawn() — waits for those views too.
 
 const dirty = new Set();     // render in the next frame
-let cycle = new Set();       // streamed redraws of the running cycle (all in its next frame)
+let cycle = new Set();       // streamed redraws of the running cycle (in its next frames, FRAME_SCRIPT_MS a frame)
 let pending = new Set();     // streamed redraws for the next cycle
 const settled = new Set();   // render once no streamed redraw is left
 let scheduled = false;

@@ -80,7 +80,7 @@ function readAttention(s, { select = null, keep = null } = {}) {
   if (keep) records = records.filter(keep);
   if (select?.layers?.length) records = records.filter((r) => select.layers.includes(r.layer));
   const copy = Attentions.copyFrom(records);
-  return select ? new Attentions(selectRecords(copy.records, select)) : copy;
+  return select?.heads?.length ? new Attentions(selectRecords(copy.records, { heads: select.heads })) : copy;
 }
 
 // An encoder batch's records ([input][heads][length][length]) as one Attentions per input.
