@@ -118,21 +118,30 @@ val SessionHandle::embed(const val& inputs, const val& options) {
 }
 
 namespace {
-// The names of a record's fields and of the attention kinds as JS strings, made once: a generation
-// step reads every layer's record, and each field named by a C string is a string decoded in JS
-// (with the kind's value, ~9 per record). Made on the first call, on the thread that calls into the
-// module (emval handles belong to it; the engine's pool threads never touch them).
-struct RecordNames {
+// The JS strings and constructors of the hot paths, made once: every generation step builds an event
+// (~10 fields) and reads every layer's attention record (~9 fields each, with the kind's value), and
+// each field named by a C string is a string decoded in JS. Made on the first call, on the thread that
+// calls into the module (emval handles belong to it; the engine's pool threads never touch them).
+struct Names {
+  // a record of attention()
   val kind{"kind"}, layer{"layer"}, heads{"heads"}, queries{"queries"}, keys{"keys"}, queryStart{"queryStart"},
       batch{"batch"}, data{"data"};
   val kinds[3] = {val(nn::attention_kind_name(nn::AttentionKind::Self)), val(nn::attention_kind_name(nn::AttentionKind::Cross)),
                   val(nn::attention_kind_name(nn::AttentionKind::Encoder))};
+  // an event of step()
+  val pending{"pending"}, done{"done"}, token{"token"}, position{"position"}, piece{"piece"}, text{"text"}, topk{"topk"},
+      ids{"ids"}, logits{"logits"}, probs{"probs"};
+  val Int32Array = val::global("Int32Array"), Float32Array = val::global("Float32Array");
 };
+const Names& names() {
+  static const Names n;
+  return n;
+}
 }  // namespace
 
 val SessionHandle::attention() const {
   return guarded([&] {
-    static const RecordNames n;
+    const Names& n = names();
     const auto& records = recorder_.records();
     val out = val::array();
     for (size_t i = 0; i < records.size(); ++i) {
@@ -230,24 +239,25 @@ val SessionHandle::step() {
     AL_CHECK(gen_, "no generation was started on this session");
     generate::TokenEvent ev;
     if (!gen_->step(ev)) return val::null();
+    const Names& n = names();
     val o = val::object();
     if (ev.token < 0 && ev.position < 0) {  // a beam search step: nothing chosen yet
-      o.set("pending", true);
-      o.set("done", gen_->done());
+      o.set(n.pending, true);
+      o.set(n.done, gen_->done());
       return o;
     }
-    o.set("token", ev.token);  // -1: a prefill step (position = prompt tokens fed so far)
-    o.set("position", ev.position);
-    if (ev.token >= 0) o.set("piece", m_->require_output_tokenizer().piece(ev.token));
-    o.set("text", ev.text);
-    o.set("done", gen_->done());
+    o.set(n.token, ev.token);  // -1: a prefill step (position = prompt tokens fed so far)
+    o.set(n.position, ev.position);
+    if (ev.token >= 0) o.set(n.piece, m_->require_output_tokenizer().piece(ev.token));
+    o.set(n.text, ev.text);
+    o.set(n.done, gen_->done());
     if (ev.predictions) {
       const generate::TopK& t = *ev.predictions;
       val top = val::object();
-      top.set("ids", val::global("Int32Array").new_(typed_memory_view(t.ids.size(), t.ids.data())));
-      top.set("logits", val::global("Float32Array").new_(typed_memory_view(t.logits.size(), t.logits.data())));
-      top.set("probs", val::global("Float32Array").new_(typed_memory_view(t.probs.size(), t.probs.data())));
-      o.set("topk", top);
+      top.set(n.ids, n.Int32Array.new_(typed_memory_view(t.ids.size(), t.ids.data())));
+      top.set(n.logits, n.Float32Array.new_(typed_memory_view(t.logits.size(), t.logits.data())));
+      top.set(n.probs, n.Float32Array.new_(typed_memory_view(t.probs.size(), t.probs.data())));
+      o.set(n.topk, top);
     }
     return o;
   });
@@ -260,8 +270,10 @@ void SessionHandle::set_stop_flag(const val& flag) {
       return 0;
     }
     AL_CHECK(flag.instanceof(val::global("Int32Array")), "the stop flag must be an Int32Array");
-    // Another thread sets flag[0] (a SharedArrayBuffer); read it between layers.
-    s_->should_stop = [flag, atomics = val::global("Atomics")] { return atomics.call<int>("load", flag, 0) != 0; };
+    // Another thread sets flag[0] (a SharedArrayBuffer); read it between layers, through
+    // Atomics.load bound to it once (a call by name would decode the name at every layer).
+    const val atomics = val::global("Atomics");
+    s_->should_stop = [load = atomics["load"].call<val>("bind", atomics, flag, 0)] { return load().as<int>() != 0; };
     return 0;
   });
 }
