@@ -26,45 +26,20 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
-#if defined(__EMSCRIPTEN__)
-#include <emscripten.h>
-#else
-#include <ctime>
-#endif
-
+#include "bench_util.h"
 #include "core/error.h"
 #include "generate/predictions.h"
 #include "interp/analysis.h"
 #include "runtime/loader.h"
 
 using namespace attnlens;
+using bench::cpu_ms;
+using bench::kPlatform;
 
 namespace {
-
-#if defined(__EMSCRIPTEN__)
-const char* kPlatform = "wasm";
-#else
-const char* kPlatform = "native";
-#endif
-
-// Process CPU time (user + system): on this shared machine other processes take the cores, and the
-// wall time of a variant then measures them as much as it; CPU time measures this process's work.
-double cpu_ms() {
-#if defined(__EMSCRIPTEN__)
-  return EM_ASM_DOUBLE({
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1000;
-  });
-#else
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-#endif
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -117,20 +92,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-runtime::FilePtr read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) {
-    std::fprintf(stderr, "bench_interp: cannot open %s\n", path.c_str());
-    std::exit(1);
-  }
-  auto file = std::make_shared<runtime::File>();
-  file->name = path.substr(path.find_last_of('/') + 1);
-  file->bytes.resize(size_t(f.tellg()));
-  f.seekg(0);
-  f.read(reinterpret_cast<char*>(file->bytes.data()), std::streamsize(file->bytes.size()));
-  return file;
-}
-
 int argmax(const float* x, int n) {
   int best = 0;
   for (int i = 1; i < n; ++i)
@@ -155,7 +116,7 @@ void report(const Options& o, const char* group, const char* variant, double val
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   std::vector<runtime::FilePtr> files;
-  for (const auto& f : o.files) files.push_back(read_file(f));
+  for (const auto& f : o.files) files.push_back(bench::read_file("bench_interp", f));
   auto lm = runtime::load_model(files);
   const models::Model& m = lm->model();
   AL_CHECK(m.kind() == models::ModelKind::DecoderOnly, "bench_interp times decoder-only models");

@@ -43,20 +43,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#if defined(__EMSCRIPTEN__)
-#include <emscripten.h>
-#else
-#include <ctime>
-#endif
-
 #include <xsimd/xsimd.hpp>
 
+#include "bench_util.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "generate/generator.h"
@@ -64,33 +58,14 @@
 #include "runtime/loader.h"
 
 using namespace attnlens;
+using bench::cpu_ms;
+using bench::kPlatform;
 
 namespace {
-
-#if defined(__EMSCRIPTEN__)
-const char* kPlatform = "wasm";
-#else
-const char* kPlatform = "native";
-#endif
 
 double now_ms() {
   using namespace std::chrono;
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
-
-// Process CPU time (user + system), to tell how much of the wall time this process actually ran on
-// this shared machine: cpu/wall well below 1 means other processes took the core.
-double cpu_ms() {
-#if defined(__EMSCRIPTEN__)
-  return EM_ASM_DOUBLE({
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1000;
-  });
-#else
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-#endif
 }
 
 double median(std::vector<double> v) {
@@ -170,20 +145,6 @@ Options parse(int argc, char** argv) {
   if (o.checkpoint.empty()) usage("no checkpoint");
   if (o.steps < 2 || o.prompt.empty() || o.reps < 1 || o.prefill_reps < 1 || o.threads < 1) usage("bad numbers");
   return o;
-}
-
-runtime::FilePtr read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) {
-    std::fprintf(stderr, "bench_models: cannot open %s\n", path.c_str());
-    std::exit(1);
-  }
-  auto file = std::make_shared<runtime::File>();
-  file->name = path;
-  file->bytes.allocate(size_t(f.tellg()));
-  f.seekg(0);
-  f.read(reinterpret_cast<char*>(file->bytes.data()), std::streamsize(file->bytes.size()));
-  return file;
 }
 
 int argmax(const float* x, int n) {
@@ -345,8 +306,8 @@ int main(int argc, char** argv) {
   try {
     runtime::LoadOptions lo;
     lo.format = models::parse_weight_format(o.quantize);
-    std::vector<runtime::FilePtr> files{read_file(o.checkpoint)};
-    if (!o.tokenizer.empty()) files.push_back(read_file(o.tokenizer));
+    std::vector<runtime::FilePtr> files{bench::read_file("bench_models", o.checkpoint)};
+    if (!o.tokenizer.empty()) files.push_back(bench::read_file("bench_models", o.tokenizer));
     const double tl = now_ms();
     auto loaded = runtime::load_model(files, lo);
     const double load_ms = now_ms() - tl;
