@@ -4,7 +4,7 @@
 // keeps what a run's analysis returned (one forward pass with top-k, logit lens, head scores and
 // rollout, asked for once the run has ended) and switches the tabs.
 import { invalidate, invalidateSoon } from './frame.mjs';
-import { $, $$ } from './format.mjs';
+import { $, $$, tabList } from './format.mjs';
 import { AblationView } from './views/ablation.mjs';
 import { HeadsView } from './views/heads.mjs';
 import { PatchingView } from './views/patching.mjs';
@@ -26,18 +26,7 @@ export class Analysis {
       patching: new PatchingView(this, $('#aview-patching')),
       rollout: new RolloutView(this, $('#aview-rollout')),
     };
-    const tabs = $$('#analysis [role="tab"]');
-    for (const tab of tabs) {
-      tab.addEventListener('click', () => this.show(tab.dataset.analysis));
-      tab.addEventListener('keydown', (e) => {
-        const i = tabs.indexOf(tab);
-        const j = e.key === 'ArrowRight' ? (i + 1) % tabs.length : e.key === 'ArrowLeft' ? (i + tabs.length - 1) % tabs.length : null;
-        if (j === null) return;
-        e.preventDefault();
-        tabs[j].focus();
-        this.show(tabs[j].dataset.analysis);
-      });
-    }
+    tabList($$('#analysis [role="tab"]'), (tab) => this.show(tab.dataset.analysis));
     // The visible view follows the model and the run (new tokens while streaming: a few times a second),
     // while the panel is on screen: off screen it draws nothing and asks the engine for nothing (the
     // page stays light while generating), and catches up when it scrolls into view.

@@ -2,7 +2,7 @@
 // that is wrong) and the attention toolbar (kind, layer, head, colours), kept in step with the state.
 import { AXES, KIND_LABELS } from './attention-store.mjs';
 import { CONTRASTS, ColourScale, SCALES } from './colour.mjs';
-import { $, h } from './format.mjs';
+import { $, $$, h, tabList } from './format.mjs';
 import { circuitsvisRefusal } from './interop.mjs';
 import { HEAD_AVERAGE } from './state.mjs';
 
@@ -75,18 +75,7 @@ export function setupToolbar(state) {
   $('#scale-select').addEventListener('change', setScale);
   $('#contrast-select').addEventListener('change', setScale);
 
-  const tabs = [...document.querySelectorAll('#attention [role="tab"]')];
-  for (const tab of tabs) {
-    tab.addEventListener('click', () => state.set({ view: tab.dataset.view }));
-    tab.addEventListener('keydown', (e) => {
-      const i = tabs.indexOf(tab);
-      const j = e.key === 'ArrowRight' ? (i + 1) % tabs.length : e.key === 'ArrowLeft' ? (i + tabs.length - 1) % tabs.length : null;
-      if (j === null) return;
-      e.preventDefault();
-      tabs[j].focus();
-      state.set({ view: tabs[j].dataset.view });
-    });
-  }
+  tabList($$('#attention [role="tab"]'), (tab) => state.set({ view: tab.dataset.view }));
 }
 
 /** Makes the toolbar and tabs show the state (options follow the model / run). */

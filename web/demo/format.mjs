@@ -18,6 +18,24 @@ export function h(tag, attrs = {}, ...children) {
 export const $ = (sel, root = document) => root.querySelector(sel);
 export const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
 
+/**
+ * A row of role="tab" buttons (WAI-ARIA tabs): a click selects a tab, ← and → move the focus to the
+ * previous or next one (wrapping) and select it. `select(tab)` shows the tab's panel.
+ */
+export function tabList(tabs, select) {
+  for (const tab of tabs) {
+    tab.addEventListener('click', () => select(tab));
+    tab.addEventListener('keydown', (e) => {
+      const step = e.key === 'ArrowRight' ? 1 : e.key === 'ArrowLeft' ? -1 : 0;
+      if (!step) return;
+      e.preventDefault();
+      const next = tabs[(tabs.indexOf(tab) + step + tabs.length) % tabs.length];
+      next.focus();
+      select(next);
+    });
+  }
+}
+
 /** 1234567 → "1.23 MB" (decimal units, as file sizes are usually shown). */
 export function formatBytes(n) {
   if (!Number.isFinite(n)) return '–';
