@@ -56,6 +56,7 @@ val SessionHandle::encode(const val& tokens, const val& token_types) {
 
 val SessionHandle::mlm_logits() {
   return guarded([&] {
+    if (!m_->model().has_mlm_head()) return val::null();  // a BertModel without the masked-LM head
     parallel::Threads use(threads_);
     const float* l = m_->model().mlm_logits(*s_);
     return val(typed_memory_view(s_->logits.size(), l));

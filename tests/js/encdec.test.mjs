@@ -177,6 +177,8 @@ describe('sentence embeddings (sentence-transformers folder) and fill-mask', () 
     assert.equal(r.normalize, false);
     const f = await model.forward(r.tokens[0]);
     assert.deepEqual(Array.from(r.embeddings[0]), Array.from(f.hidden.subarray(0, model.info.dModel)));
+    assert.equal(f.logits, null);  // a BertModel without the masked-LM head
+    assert.equal(f.shape, null);
     await assert.rejects(model.embed(['x'], { pooling: 'sum' }), /pooling must be/);
     await assert.rejects(model.embed([Array(30).fill(5)]), /30 tokens, more than the 16/);
   });

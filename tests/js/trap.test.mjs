@@ -76,3 +76,32 @@ test('an engine error is not a trap: the instance and its models live on', { ski
   assert.ok((await m.generate(small.prompt, { maxNewTokens: 2 })).tokens.length > 0);
   await m.dispose();
 });
+
+// A trap in the middle of a pass: the call rejects with the error that says where the engine failed,
+// not with one from the clean-up after it (which would call into the discarded instance). The trap is
+// set off from inside the session's own method, as a fault in the engine's pass would be.
+for (const [what, method, call] of [
+  ['forward', 'decode', (m) => m.forward([1, 2, 3], { attentions: true })],
+  ['forward with an analysis', 'analyze', (m) => m.forward([1, 2, 3], { attentions: true, topK: 3 })],
+  ['patch', 'patch', (m) => m.patch({ clean: [1, 2, 3], corrupted: [1, 4, 3], site: { point: 'resid', layer: 0, position: 1 }, metric: { correct: 5, incorrect: 6 } })],
+]) {
+  test(`a trap inside ${what}: the call rejects with the trap's own EngineLostError`, { skip: noSmall }, async () => {
+    const model = await loadModel(small.buffers());
+    const m = await getModule();
+    const proto = m.Session.prototype;
+    const original = proto[method];
+    proto[method] = function (...args) {
+      m.debugTrap('unreachable');
+      return original.apply(this, args);
+    };
+    try {
+      await assert.rejects(call(model), (e) => e instanceof EngineLostError && /the AttnLens engine failed inside debugTrap/.test(e.message));
+    } finally {
+      proto[method] = original;
+    }
+    await assert.rejects(model.forward([1, 2]), (e) => e instanceof EngineLostError && /this model was lost/.test(e.message));
+    const fresh = await loadModel(small.buffers());
+    assert.equal((await fresh.forward([1, 2])).shape[0], 2);
+    await fresh.dispose();
+  });
+}

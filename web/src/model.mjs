@@ -199,6 +199,24 @@ export class Model {
     }
   }
 
+  // One pass of the engine (forward, its analyses, patch, embed): fn(session) holding the model, on
+  // a reset session that records the attention `att` selects ({ layers, heads }; null: none; with
+  // `all`, every layer and head, the caller keeping its selection). The recording is switched off
+  // afterwards, unless the call cost the engine instance (nothing left to switch off, and a call
+  // into it would replace the error that says what failed).
+  #pass(att, fn, { all = false } = {}) {
+    return this.#exclusive(() => {
+      const s = this.#session;
+      s.reset();
+      s.setAttention(!!att || all, all ? [] : att?.layers ?? [], all ? [] : att?.heads ?? []);
+      try {
+        return fn(s);
+      } finally {
+        if (!this.#lost) s.setAttention(false, [], []);
+      }
+    });
+  }
+
   // The piece labels of one side of the text.
   #labelsOf(target) {
     return target ? this.#targetLabels : this.#labels;
@@ -319,13 +337,9 @@ export class Model {
       run = (s, out) => {
         out.hidden = s.encode(ids, types).slice();
         out.hiddenShape = [ids.length, this.info.dModel];
-        try {
-          out.logits = s.mlmLogits().slice();
-          out.shape = [ids.length, vocab];
-        } catch {
-          out.logits = null;  // a BertModel without the masked-LM head
-          out.shape = null;
-        }
+        const logits = s.mlmLogits();  // null: a BertModel without the masked-LM head
+        out.logits = logits?.slice() ?? null;
+        out.shape = logits ? [ids.length, vocab] : null;
       };
     } else {
       const ids = check.tokenIds(input, 'ids', vocab);
@@ -334,18 +348,11 @@ export class Model {
         out.shape = [ids.length, vocab];
       };
     }
-    return this.#exclusive(() => {
-      const s = this.#session;
-      s.reset();
-      s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
-      try {
-        const out = {};
-        run(s, out);
-        out.attentions = att ? readAttention(s) : null;
-        return out;
-      } finally {
-        if (!this.#lost) s.setAttention(false, [], []);
-      }
+    return this.#pass(att, (s) => {
+      const out = {};
+      run(s, out);
+      out.attentions = att ? readAttention(s) : null;
+      return out;
     });
   }
 
@@ -393,54 +400,47 @@ export class Model {
     const encdec = this.info.kind === 'encoder-decoder';
     // Head scores and rollout need every head of every layer: record all, then keep the selection.
     const all = analysis.heads || analysis.rollout;
-    return this.#exclusive(() => {
-      const s = this.#session;
+    return this.#pass(att, (s) => {
       const h = this.#handle;
-      s.reset();
-      s.setAttention(!!att || all, all ? [] : att?.layers ?? [], all ? [] : att?.heads ?? []);
-      try {
-        const pass = typeof given === 'function' ? given() : given;
-        const r = s.analyze(pass, analysis);
-        const n = r.positions;
-        const out = {};
-        if (r.logits) {
-          out.logits = r.logits;
-          out.shape = [n, r.vocab];
-        } else {
-          out.logits = null;
-          out.shape = null;
-        }
-        if (this.info.kind === 'encoder-only' && r.hidden) {
-          out.hidden = r.hidden.slice((r.layers - 1) * n * r.dModel);
-          out.hiddenShape = [n, r.dModel];
-        }
-        const tops = [r.topk, ...(r.lens ?? [])];
-        const ids = idsOf(tops);
-        // the predicted tokens are the decoder's (an encoder–decoder's target side); a model read as ids: piece null
-        const pieces = ids.length && this.info.tokenizer ? h.pieces(ids, encdec) : [];
-        const byId = new Map(ids.map((id, i) => [id, pieces[i]]));
-        const pieceOf = (id) => byId.get(id) ?? null;
-        if (r.topk) out.topk = expandTopK(r.topk, pieceOf);
-        if (r.lens) out.logitLens = r.lens.map((t) => expandTopK(t, pieceOf));
-        if (r.lensLogits) {
-          out.logitLensLogits = r.lensLogits;
-          out.logitLensShape = [r.layers, n, r.vocab];
-        }
-        if (analysis.hiddenStates) {
-          out.hiddenStates = r.hidden;
-          out.hiddenStatesShape = [r.layers, n, r.dModel];
-        }
-        if (r.heads) out.heads = headScores(r.heads, r.kind);
-        if (r.rollout) {
-          out.rollout = r.rollout;
-          out.rolloutShape = [r.layers, n, n];
-        }
-        out.attentions = att ? readAttention(s, { select: all ? att : null }) : null;
-        return out;
-      } finally {
-        s.setAttention(false, [], []);
+      const pass = typeof given === 'function' ? given() : given;
+      const r = s.analyze(pass, analysis);
+      const n = r.positions;
+      const out = {};
+      if (r.logits) {
+        out.logits = r.logits;
+        out.shape = [n, r.vocab];
+      } else {
+        out.logits = null;
+        out.shape = null;
       }
-    });
+      if (this.info.kind === 'encoder-only' && r.hidden) {
+        out.hidden = r.hidden.slice((r.layers - 1) * n * r.dModel);
+        out.hiddenShape = [n, r.dModel];
+      }
+      const tops = [r.topk, ...(r.lens ?? [])];
+      const ids = idsOf(tops);
+      // the predicted tokens are the decoder's (an encoder–decoder's target side); a model read as ids: piece null
+      const pieces = ids.length && this.info.tokenizer ? h.pieces(ids, encdec) : [];
+      const byId = new Map(ids.map((id, i) => [id, pieces[i]]));
+      const pieceOf = (id) => byId.get(id) ?? null;
+      if (r.topk) out.topk = expandTopK(r.topk, pieceOf);
+      if (r.lens) out.logitLens = r.lens.map((t) => expandTopK(t, pieceOf));
+      if (r.lensLogits) {
+        out.logitLensLogits = r.lensLogits;
+        out.logitLensShape = [r.layers, n, r.vocab];
+      }
+      if (analysis.hiddenStates) {
+        out.hiddenStates = r.hidden;
+        out.hiddenStatesShape = [r.layers, n, r.dModel];
+      }
+      if (r.heads) out.heads = headScores(r.heads, r.kind);
+      if (r.rollout) {
+        out.rollout = r.rollout;
+        out.rolloutShape = [r.layers, n, n];
+      }
+      out.attentions = att ? readAttention(s, { select: all ? att : null }) : null;
+      return out;
+    }, { all });
   }
 
   // A patching input (clean or corrupted): text (tokenized as generation does), token ids, or for an
@@ -482,20 +482,13 @@ export class Model {
     const { metric, direction } = check.patchOptions(options, this.info, 'patch');
     const site = check.patchSite(options.site, this.info);
     const att = this.#attentionOption(options.attentions);
-    return this.#exclusive(() => {
-      const s = this.#session;
+    return this.#pass(att, (s) => {
       const clean = this.#patchInput(options.clean, 'clean');
       const corrupted = this.#patchInput(options.corrupted, 'corrupted');
-      s.reset();
-      s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
-      try {
-        const r = s.patch(clean, corrupted, { metric: this.#metricOf(metric), site, direction });
-        const span = r.clean - r.corrupted;
-        const normalized = direction === 'noise' ? (r.clean - r.patched) / span : (r.patched - r.corrupted) / span;
-        return { clean: r.clean, corrupted: r.corrupted, patched: r.patched, normalized, attentions: att ? readAttention(s) : null };
-      } finally {
-        s.setAttention(false, [], []);
-      }
+      const r = s.patch(clean, corrupted, { metric: this.#metricOf(metric), site, direction });
+      const span = r.clean - r.corrupted;
+      const normalized = direction === 'noise' ? (r.clean - r.patched) / span : (r.patched - r.corrupted) / span;
+      return { clean: r.clean, corrupted: r.corrupted, patched: r.patched, normalized, attentions: att ? readAttention(s) : null };
     });
   }
 
@@ -572,18 +565,11 @@ export class Model {
     const engine = {};
     if (options.pooling !== undefined) engine.pooling = options.pooling;
     if (options.normalize !== undefined) engine.normalize = options.normalize;
-    return this.#exclusive(() => {
-      const s = this.#session;
-      s.reset();
-      s.setAttention(!!att, att?.layers ?? [], att?.heads ?? []);
-      try {
-        const r = s.embed(items, engine);
-        r.pieces = r.tokens.map((ids) => this.#handle.pieces(ids, false));
-        r.attentions = att ? splitBatch(readAttention(s), items.length) : null;
-        return r;
-      } finally {
-        s.setAttention(false, [], []);
-      }
+    return this.#pass(att, (s) => {
+      const r = s.embed(items, engine);
+      r.pieces = r.tokens.map((ids) => this.#handle.pieces(ids, false));
+      r.attentions = att ? splitBatch(readAttention(s), items.length) : null;
+      return r;
     });
   }
 
