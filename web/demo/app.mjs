@@ -12,7 +12,7 @@ import { Analysis } from './analysis.mjs';
 import { exportJson, exportPng } from './export.mjs';
 import { exportBertviz, exportCircuitsvis } from './interop.mjs';
 import { $, clearCssVars, formatBytes, h } from './format.mjs';
-import { drawn, holdStreamed, invalidate, invalidateSettled, invalidateSoon } from './frame.mjs';
+import { drawn, invalidate, invalidateSettled, invalidateSoon, startRun } from './frame.mjs';
 import { loadErrorText, runErrorText, showMessage } from './messages.mjs';
 import { enableOffline } from './offline.mjs';
 import { encode } from './encode.mjs';
@@ -379,7 +379,6 @@ async function onGenerate() {
   $('#generate').disabled = true;
   $('#stop').disabled = false;
   document.body.dataset.generating = 'true';
-  if (!state.pinned) state.set({ query: null });
   const t0 = performance.now();
   const run = await generate(model, prompt, settings, {
     signal: ac.signal,
@@ -387,9 +386,9 @@ async function onGenerate() {
       // the live rates are redrawn with the views (a few times a second), not at every token
       liveStats.run = r;
       if (what === 'start') {
-        state.set({ run: r, query: state.pinned ? state.query : null });
+        // the views draw the new run in its first cycle (frame.mjs startRun), the rates at once
+        startRun(() => state.set({ run: r, query: state.pinned ? state.query : null }));
         invalidate(liveStats);
-        holdStreamed();
       } else {
         state.emit(['rows']);
         invalidateSoon(liveStats);

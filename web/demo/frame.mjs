@@ -16,8 +16,8 @@
 //   with it, while the views still update 4–8 times a second. (The browser's raster and compositing
 //   of a redraw cost the engine more than the main thread's part that is measured here: on 2 cores,
 //   a cycle every ≥ 66 ms and 16 × cost left the page at 75–84% of Node's rate, every ≥ 125 ms and
-//   32 × cost at 91–99%; bench/browser.mjs --only stream, bench/README.md.) A run's first cycle
-//   waits one interval after the run starts (holdStreamed), when its views were just drawn in full.
+//   32 × cost at 91–99%; bench/browser.mjs --only stream, bench/README.md.) A run's views, their
+//   first drawing of it included, wait one interval after it starts (startRun).
 //   The cycle after a run (the one invalidateSettled waits for) draws one view a frame: it draws
 //   the most (a short run's every token, every row's paint), and its views in one frame made main-
 //   thread tasks of 50-69 ms of CPU (the e2e long-task check, traced; one view a frame: 15-25 ms).
@@ -45,6 +45,7 @@ let nextCycleAt = 0;
 let interval = 0;            // ms between the last cycle's start and the next one's (0 before the first)
 const unfinished = new Set();  // views whose last render() said it had more to draw
 let waiters = [];            // drawn()'s promises
+let starting = false;        // inside startRun(): invalidate() waits for the run's first cycle
 
 const MIN_INTERVAL_MS = 125;
 const MAX_INTERVAL_MS = 250;
@@ -159,6 +160,7 @@ function schedule() {
 
 /** Renders `view` (an object with render()) in the next animation frame, once. */
 export function invalidate(view) {
+  if (starting) return invalidateSoon(view);
   dirty.add(view);
   schedule();
 }
@@ -171,13 +173,22 @@ export function invalidateSoon(view) {
 }
 
 /**
- * A run starts (its views are drawn in full by invalidate()): its first streamed redraws wait one
- * interval, as after a cycle (the last one's, or the shortest before any). A run that ends sooner is
- * drawn once, when it ends: a 100-token kjv-gpt2 run takes ~0.1 s, and its tokens no longer share
- * the cores with a cycle's frames (25-40 ms of main-thread CPU each).
+ * A run starts: update(), which gives the page the new run, has every redraw it asks for wait for
+ * the run's first cycle, one interval away, as after a cycle (the last one's, or the shortest before
+ * any). A run that ends sooner is drawn once, when it ends: a 100-token kjv-gpt2 run takes ~0.1 s.
+ * Drawn at once, the views cleared and drawn with the prompt (and a reset of the focused query
+ * before it, the previous run drawn again) took the main thread for 46-117 ms of the first 100 ms of
+ * the run's decoding; deferred, 25-39 ms, and the engine in the page ran 15-20% faster (traced and
+ * alternated in one page, bench/README.md).
  */
-export function holdStreamed() {
+export function startRun(update) {
   nextCycleAt = performance.now() + (interval || MIN_INTERVAL_MS);
+  starting = true;
+  try {
+    update();
+  } finally {
+    starting = false;
+  }
 }
 
 /**
