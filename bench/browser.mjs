@@ -332,6 +332,7 @@ async function streamRows() {
   if (q8 && existsSync(q8)) cases.push({ name: '42M q8_0 GGUF (by URL)', node: q8, file: q8, query: 'url=/bench-cache/rand42M-q8_0.gguf', prompt: 'Once upon a time', maxNewTokens: 64 });
   else out.push({ skipped: '42M q8_0 GGUF: the llama.cpp peers are not set up ($ATTNLENS_PEERS, ../shared/peers)' });
   const server = await startBenchServer(Object.fromEntries(cases.filter((c) => c.file).map((c) => [basename(c.file), c.file])));
+  const { loadModel } = await import('../web/src/index.mjs');
   try {
     for (const c of cases) {
       const settings = { prompt: c.prompt, maxNewTokens: c.maxNewTokens, seed: 1 };
@@ -342,7 +343,6 @@ async function streamRows() {
       // workers the same climb), in the calling thread fewer. As bench_models does, each side
       // generates untimed for WARM_S seconds (at least 3 runs in the page, 1 in Node) and the
       // table compares the engines warm; the first run of each is printed too.
-      const { loadModel } = await import('../web/src/index.mjs');
       const model = await loadModel(c.node);
       let r;
       try {
