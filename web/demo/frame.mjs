@@ -177,9 +177,9 @@ export function invalidateSoon(view) {
  * the run's first cycle, one interval away, as after a cycle (the last one's, or the shortest before
  * any). A run that ends sooner is drawn once, when it ends: a 100-token kjv-gpt2 run takes ~0.1 s.
  * Drawn at once, the views cleared and drawn with the prompt (and a reset of the focused query
- * before it, the previous run drawn again) took the main thread for 46-117 ms of the first 100 ms of
- * the run's decoding; deferred, 25-39 ms, and the engine in the page ran 15-20% faster (traced and
- * alternated in one page, bench/README.md).
+ * before it, the previous run drawn again) took 23-58 ms of the main thread's CPU in the run's
+ * decoding (kjv-gpt2, 58-149 ms); deferred, 12-19 ms, and the engine in the page ran 15-20% faster
+ * (traced, and alternated in one page, bench/README.md).
  */
 export function startRun(update) {
   nextCycleAt = performance.now() + (interval || MIN_INTERVAL_MS);
