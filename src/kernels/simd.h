@@ -24,6 +24,19 @@ inline float max_lanes(const Vec& v) {
   return m;
 }
 
+// The largest of x[0..n), n ≥ 1 (a NaN is passed over unless it comes first, as `a > b ? a : b` does).
+inline float max_of(const float* x, int n) {
+  int i = 0;
+  float mx = x[0];
+  if (n >= W) {
+    Vec m = load(x);
+    for (i = W; i + W <= n; i += W) m = xsimd::max(m, load(x + i));
+    mx = max_lanes(m);
+  }
+  for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  return mx;
+}
+
 // e^x, lane for lane what xsimd::exp returns. In wasm xsimd (through the SSE4.1 mapping) turns the
 // reduction's k = round(x / ln 2) into ints with _mm_cvttps_epi32, which Emscripten 3.1.6's
 // emmintrin.h emulates lane by lane with lrint calls and branches ("TODO: optimize") — that made

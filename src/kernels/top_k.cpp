@@ -209,15 +209,7 @@ float top_k_log_sum_exp(const float* x, int n, int k, int* idx) noexcept {
 
 float log_sum_exp(const float* x, int n) noexcept {
   if (n <= 0) return -std::numeric_limits<float>::infinity();
-  int i = 0;
-  float mx = x[0];
-  if (n >= W) {
-    Vec m = load(x);
-    for (i = W; i + W <= n; i += W) m = xsimd::max(m, load(x + i));
-    mx = simd::max_lanes(m);
-  }
-  for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
-  return log_sum_exp(x, n, mx);
+  return log_sum_exp(x, n, simd::max_of(x, n));
 }
 
 float log_sum_exp(const float* x, int n, float mx) noexcept {

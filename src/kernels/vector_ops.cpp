@@ -36,18 +36,11 @@ float dot(const float* a, const float* b, int n) noexcept {
 
 void softmax(float* x, int n) noexcept {
   if (n <= 0) return;
-  int i = 0;
-  float mx = x[0];
-  if (n >= W) {
-    Vec m = load(x);
-    for (i = W; i + W <= n; i += W) m = xsimd::max(m, load(x + i));
-    mx = simd::max_lanes(m);
-  }
-  for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
-
+  const float mx = simd::max_of(x, n);
   const Vec vmx(mx);
   Vec vs(0.f);
-  for (i = 0; i + W <= n; i += W) {
+  int i = 0;
+  for (; i + W <= n; i += W) {
     Vec e = simd::exp(load(x + i) - vmx);
     store(x + i, e);
     vs += e;
