@@ -126,10 +126,18 @@ bool is_python_space(char32_t cp) { return is_white_space(cp) || (cp >= 0x1C && 
 
 bool is_python_digit(char32_t cp) { return python_kind(cp) == 2; }
 
+// Case mapping runs rarely (a normalizer's lowercase): optimized for size in a build compiled for
+// speed (clang only; GCC has no such attribute).
+#ifdef __clang__
+#define AL_MINSIZE __attribute__((minsize))
+#else
+#define AL_MINSIZE
+#endif
+
 namespace {
 // Whether the first code point that is not case-ignorable, going back from text[0, at) or on from
 // text[at, ...), is cased (false at the text's end).
-__attribute__((minsize)) bool cased_next(std::string_view text, size_t at, bool back) {
+AL_MINSIZE bool cased_next(std::string_view text, size_t at, bool back) {
   while (back ? at > 0 : at < text.size()) {
     size_t start = at;
     if (back)
@@ -142,7 +150,7 @@ __attribute__((minsize)) bool cased_next(std::string_view text, size_t at, bool 
 }
 }  // namespace
 
-__attribute__((minsize)) std::string python_lower(std::string_view text) {
+AL_MINSIZE std::string python_lower(std::string_view text) {
   std::string out;
   for (size_t pos = 0; pos < text.size();) {
     const Utf8Step c = decode_utf8(text, pos);

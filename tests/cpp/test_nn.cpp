@@ -25,6 +25,13 @@ using testutil::randn;
 
 namespace {
 
+// A capture that records the attention weights into w, nothing else.
+AttentionCapture into(float* w) {
+  AttentionCapture c;
+  c.weights = w;
+  return c;
+}
+
 Linear make_linear(std::vector<std::vector<float>>& store, int out, int in, uint32_t seed, bool bias = true) {
   store.push_back(randn(size_t(out) * in, seed, 1.f / std::sqrt(float(in))));
   Linear l{Matrix{DType::F32, out, in, store.back().data()}, nullptr};
@@ -221,8 +228,8 @@ TEST_CASE("without positions, multi-head self-attention is permutation-equivaria
   for (int i = 0; i < n; ++i)
     for (int c = 0; c < d; ++c) xp[i * d + c] = x[perm[i] * d + c];
   std::vector<float> y(n * d), yp(n * d), w(3 * n * n), wp(3 * n * n);
-  self_attention(mha, x.data(), Pass{n}, {}, {w.data()}, y.data(), arena);
-  self_attention(mha, xp.data(), Pass{n}, {}, {wp.data()}, yp.data(), arena);
+  self_attention(mha, x.data(), Pass{n}, {}, into(w.data()), y.data(), arena);
+  self_attention(mha, xp.data(), Pass{n}, {}, into(wp.data()), yp.data(), arena);
   for (int i = 0; i < n; ++i)
     for (int c = 0; c < d; ++c) CHECK(yp[i * d + c] == Approx(y[perm[i] * d + c]).margin(1e-5));
   for (int h = 0; h < 3; ++h)
@@ -254,14 +261,14 @@ TEST_CASE("KV cache: prefill equals token-by-token decode, outputs and weights",
   std::vector<float> prefill = x;
   KVCache cache_a(1, kv_heads, d / heads, 16);
   std::vector<float> wa(heads * n * n);
-  encoder_layer(layer, prefill.data(), Pass{n, 0, &cache_a, 0}, opt, {wa.data()}, arena);
+  encoder_layer(layer, prefill.data(), Pass{n, 0, &cache_a, 0}, opt, into(wa.data()), arena);
   cache_a.advance(n);
 
   KVCache cache_b(1, kv_heads, d / heads, 16);
   for (int t = 0; t < n; ++t) {
     std::vector<float> row(x.begin() + t * d, x.begin() + (t + 1) * d);
     std::vector<float> wb(heads * (t + 1));
-    encoder_layer(layer, row.data(), Pass{1, t, &cache_b, 0}, opt, {wb.data()}, arena);
+    encoder_layer(layer, row.data(), Pass{1, t, &cache_b, 0}, opt, into(wb.data()), arena);
     cache_b.advance(1);
     INFO("position " << t);
     CHECK(max_abs_diff(row.data(), prefill.data() + t * d, d) <= 1e-5);
@@ -313,9 +320,9 @@ TEST_CASE("self-attention through the KV cache gives the bits of the same prefil
   Arena arena;
   const auto x = randn(size_t(n) * d, 62);
   std::vector<float> ya(size_t(n) * d), yb(ya.size()), wa(size_t(heads) * n * n), wb(wa.size());
-  self_attention(a, x.data(), Pass{n, 0, nullptr, 0}, opt, {wa.data()}, ya.data(), arena);
+  self_attention(a, x.data(), Pass{n, 0, nullptr, 0}, opt, into(wa.data()), ya.data(), arena);
   KVCache cache(1, kv_heads, d / heads, 64);
-  self_attention(a, x.data(), Pass{n, 0, &cache, 0}, opt, {wb.data()}, yb.data(), arena);
+  self_attention(a, x.data(), Pass{n, 0, &cache, 0}, opt, into(wb.data()), yb.data(), arena);
   CHECK(std::memcmp(ya.data(), yb.data(), ya.size() * sizeof(float)) == 0);
   CHECK(std::memcmp(wa.data(), wb.data(), wa.size() * sizeof(float)) == 0);
 }
@@ -334,12 +341,12 @@ TEST_CASE("batched self-attention equals each padded sequence alone; padded keys
   opt.batch = batch;
   opt.key_padding = padding.data();
   std::vector<float> y(x.size()), w(size_t(batch) * heads * len * len, -1.f);
-  self_attention(mha, x.data(), Pass{batch * len}, opt, {w.data()}, y.data(), arena);
+  self_attention(mha, x.data(), Pass{batch * len}, opt, into(w.data()), y.data(), arena);
   for (int b = 0; b < batch; ++b) {
     SelfAttentionOptions one;
     one.key_padding = padding.data() + size_t(b) * len;
     std::vector<float> yb(size_t(len) * d), wb(size_t(heads) * len * len);
-    self_attention(mha, x.data() + size_t(b) * len * d, Pass{len}, one, {wb.data()}, yb.data(), arena);
+    self_attention(mha, x.data() + size_t(b) * len * d, Pass{len}, one, into(wb.data()), yb.data(), arena);
     INFO("sequence " << b);
     CHECK(max_abs_diff(yb.data(), y.data() + size_t(b) * len * d, yb.size()) <= 1e-6);
     const float* wbat = w.data() + size_t(b) * heads * len * len;
@@ -607,10 +614,10 @@ TEST_CASE("sliding window through the KV cache: decode equals prefill, banded ro
   auto x = randn(size_t(n) * d, 72);
   KVCache ca(1, 2, d / heads, 16), cb(1, 2, d / heads, 16);
   std::vector<float> ya(size_t(n) * d), wa(size_t(heads) * n * n);
-  self_attention(a, x.data(), Pass{n, 0, &ca, 0}, opt, {wa.data()}, ya.data(), arena);
+  self_attention(a, x.data(), Pass{n, 0, &ca, 0}, opt, into(wa.data()), ya.data(), arena);
   for (int t = 0; t < n; ++t) {
     std::vector<float> yb(d), wb(size_t(heads) * (t + 1));
-    self_attention(a, x.data() + size_t(t) * d, Pass{1, t, &cb, 0}, opt, {wb.data()}, yb.data(), arena);
+    self_attention(a, x.data() + size_t(t) * d, Pass{1, t, &cb, 0}, opt, into(wb.data()), yb.data(), arena);
     cb.advance(1);
     INFO("position " << t);
     CHECK(max_abs_diff(yb.data(), ya.data() + size_t(t) * d, d) <= 1e-5);
@@ -681,7 +688,7 @@ TEST_CASE("q/k norms normalise each head before RoPE", "[nn]") {
   SelfAttentionOptions opt;
   opt.causal = true;
   std::vector<float> y(size_t(n) * d), w(size_t(heads) * n * n);
-  self_attention(a, x.data(), Pass{n}, opt, {w.data()}, y.data(), arena);
+  self_attention(a, x.data(), Pass{n}, opt, into(w.data()), y.data(), arena);
   // Plainly: q = x·Wqᵀ + b, each head scaled to unit RMS times γ; the same for k; then attention.
   auto project = [&](const Linear& l, const Norm& nm) {
     std::vector<float> out(size_t(n) * d);

@@ -15,6 +15,13 @@ using testutil::max_abs_diff;
 
 namespace {
 
+// A capture that records the attention weights into w, nothing else.
+AttentionCapture into(float* w) {
+  AttentionCapture c;
+  c.weights = w;
+  return c;
+}
+
 constexpr double kTol = 1e-4;      // outputs
 constexpr double kWeightTol = 1e-5;  // attention weights
 
@@ -82,13 +89,13 @@ TEST_CASE("multi-head attention equals torch.nn.MultiheadAttention", "[nn][torch
     std::vector<float> y(n * d), w(h * n * n);
     INFO((fused ? "fused" : "separate") << " QKV projections");
 
-    self_attention(a, x.data(), Pass{n}, {}, {w.data()}, y.data(), arena);
+    self_attention(a, x.data(), Pass{n}, {}, into(w.data()), y.data(), arena);
     CHECK(max_abs_diff(y, f.get("self_out")) <= kTol);
     CHECK(max_abs_diff(w, f.get("self_weights")) <= kWeightTol);
 
     SelfAttentionOptions causal;
     causal.causal = true;
-    self_attention(a, x.data(), Pass{n}, causal, {w.data()}, y.data(), arena);
+    self_attention(a, x.data(), Pass{n}, causal, into(w.data()), y.data(), arena);
     CHECK(max_abs_diff(y, f.get("causal_out")) <= kTol);
     CHECK(max_abs_diff(w, f.get("causal_weights")) <= kWeightTol);
 
@@ -96,7 +103,7 @@ TEST_CASE("multi-head attention equals torch.nn.MultiheadAttention", "[nn][torch
     SelfAttentionOptions biased;
     biased.bias = bias.data();
     biased.bias_heads = h;
-    self_attention(a, x.data(), Pass{n}, biased, {w.data()}, y.data(), arena);
+    self_attention(a, x.data(), Pass{n}, biased, into(w.data()), y.data(), arena);
     CHECK(max_abs_diff(y, f.get("bias_out")) <= kTol);
     CHECK(max_abs_diff(w, f.get("bias_weights")) <= kWeightTol);
 
@@ -107,7 +114,7 @@ TEST_CASE("multi-head attention equals torch.nn.MultiheadAttention", "[nn][torch
     std::vector<float> wc(h * n * m);
     CrossAttentionOptions copt;
     copt.memory_padding = pad.data();
-    cross_attention(a, x.data(), n, mem, copt, {wc.data()}, y.data(), arena);
+    cross_attention(a, x.data(), n, mem, copt, into(wc.data()), y.data(), arena);
     CHECK(max_abs_diff(y, f.get("cross_out")) <= kTol);
     CHECK(max_abs_diff(wc, f.get("cross_weights")) <= kWeightTol);
   }
@@ -133,7 +140,7 @@ TEST_CASE("encoder layer equals torch.nn.TransformerEncoderLayer", "[nn][torch]"
     auto x = f.get("x");
     std::vector<float> w(h * n * n);
     Arena arena;
-    encoder_layer(layer, x.data(), Pass{n}, opt, {w.data()}, arena);
+    encoder_layer(layer, x.data(), Pass{n}, opt, into(w.data()), arena);
     INFO(name);
     CHECK(max_abs_diff(x, f.get("y")) <= kTol);
     CHECK(max_abs_diff(w, f.get("weights")) <= kWeightTol);
@@ -166,7 +173,7 @@ TEST_CASE("decoder layer equals torch.nn.TransformerDecoderLayer", "[nn][torch]"
     auto x = f.get("x");
     KVCache cache(1, h, d / h, n);
     std::vector<float> ws(h * n * n), wc(h * n * m);
-    decoder_layer(layer, x.data(), Pass{n, 0, &cache, 0}, mem, {}, {{ws.data()}, {wc.data()}}, arena);
+    decoder_layer(layer, x.data(), Pass{n, 0, &cache, 0}, mem, {}, {into(ws.data()), into(wc.data())}, arena);
     cache.advance(n);
     CHECK(max_abs_diff(x, f.get("y")) <= kTol);
     CHECK(max_abs_diff(ws, f.get("self_weights")) <= kWeightTol);
@@ -177,7 +184,7 @@ TEST_CASE("decoder layer equals torch.nn.TransformerDecoderLayer", "[nn][torch]"
     KVCache step_cache(1, h, d / h, n);
     for (int t = 0; t < n; ++t) {
       std::vector<float> wc1(h * m);
-      decoder_layer(layer, x0.data() + t * d, Pass{1, t, &step_cache, 0}, mem, {}, {{}, {wc1.data()}}, arena);
+      decoder_layer(layer, x0.data() + t * d, Pass{1, t, &step_cache, 0}, mem, {}, {{}, into(wc1.data())}, arena);
       step_cache.advance(1);
       CHECK(max_abs_diff(x0.data() + t * d, y.data() + t * d, d) <= kTol);
       for (int hh = 0; hh < h; ++hh)
@@ -208,7 +215,7 @@ TEST_CASE("grouped-query attention with RoPE equals the repeat-kv reference, bot
     auto x = f.get("x");
     std::vector<float> y(n * d), w(h * n * n);
     KVCache cache(1, kvh, d / h, n);
-    self_attention(a, x.data(), Pass{n, 0, &cache, 0}, opt, {w.data()}, y.data(), arena);
+    self_attention(a, x.data(), Pass{n, 0, &cache, 0}, opt, into(w.data()), y.data(), arena);
     INFO(suffix);
     CHECK(max_abs_diff(y, f.get(std::string("out_") + suffix)) <= kTol);
     CHECK(max_abs_diff(w, f.get(std::string("weights_") + suffix)) <= kWeightTol);
