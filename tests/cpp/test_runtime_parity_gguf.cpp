@@ -130,6 +130,7 @@ TEST_CASE("GGUF and llama2.c: bad input names the file and the problem", "[runti
   SECTION("a truncated llama2.c checkpoint") {
     auto cut = file("llama2c_cls.bin", "cut.bin");
     auto bytes = cut->bytes;
+    REQUIRE(bytes.size() > 4);
     bytes.resize(bytes.size() - 4);
     CHECK_ERROR(load_model({bytes_file("cut.bin", bytes)}), "cut.bin: not a model file");
   }
