@@ -24,7 +24,8 @@ inline float max_lanes(const Vec& v) {
   return m;
 }
 
-// The largest of x[0..n), n ≥ 1 (a NaN is passed over unless it comes first, as `a > b ? a : b` does).
+// The largest of x[0..n), n ≥ 1. With a NaN in x the result depends on where it stands (the vector max
+// and the scalar `a > b ? a : b` treat it differently): callers that may see one check the result.
 inline float max_of(const float* x, int n) {
   int i = 0;
   float mx = x[0];
