@@ -26,7 +26,7 @@ bool better(const Candidate& a, const Candidate& b) {
 BeamSearch::BeamSearch(const models::Model& model, models::Session& main, const std::vector<int>& prompt,
                        const float* first_logits, const BeamOptions& beam, const ProcessorOptions& processors,
                        const std::vector<int>& eos_tokens, int max_new_tokens)
-    : model_(model), main_(main), o_(beam), processors_(processors), eos_(eos_tokens) {
+    : model_(model), o_(beam), processors_(processors), eos_(eos_tokens) {
   AL_CHECK(o_.num_beams >= 2 && o_.num_beams <= 256, "num_beams must be in [2, 256] for beam search, got ",
            o_.num_beams);
   AL_CHECK(std::isfinite(o_.length_penalty), "length_penalty must be finite, got ", o_.length_penalty);

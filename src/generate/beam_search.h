@@ -85,7 +85,6 @@ class BeamSearch {
   std::shared_ptr<const PassRecord> take_pass(const nn::AttentionRecorder* rec, const Beam& b) const;
 
   const models::Model& model_;
-  models::Session& main_;
   BeamOptions o_;
   ProcessorOptions processors_;
   std::vector<int> eos_;

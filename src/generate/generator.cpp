@@ -99,7 +99,7 @@ std::vector<int> encode_prompt(const Tokenizer& tok, const PromptFormat& f, cons
 
 Generation::Generation(const models::Model& model, const Tokenizer& tok, const PromptFormat& f,
                        models::Session& session, const std::vector<int>& prompt, const GenerateOptions& o)
-    : model_(model), tok_(tok), f_(f), session_(session), o_(o), sampler_(o.sampling) {
+    : model_(model), f_(f), session_(session), o_(o), sampler_(o.sampling) {
   AL_CHECK(o.max_new_tokens >= 0, "max_new_tokens must be ≥ 0, got ", o.max_new_tokens);
   AL_CHECK(o.prefill_chunk >= 0, "prefill_chunk must be ≥ 0, got ", o.prefill_chunk);
   AL_CHECK(o.predictions >= 0, "predictions must be ≥ 0, got ", o.predictions);

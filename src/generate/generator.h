@@ -128,7 +128,6 @@ class Generation {
   void load_pass(size_t i);
   bool emit(int next, TokenEvent& ev);
   const models::Model& model_;
-  const Tokenizer& tok_;
   const PromptFormat& f_;
   models::Session& session_;
   GenerateOptions o_;
