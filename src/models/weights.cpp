@@ -159,15 +159,14 @@ nn::Matrix Weights::prepare(const std::string& key, const TensorView& t, const u
   return prepared_[key] = m;
 }
 
-void Weights::prepare_copy(const std::string& key, const TensorView& t, const uint8_t* copy, size_t copy_bytes, int64_t rows,
-                           int64_t cols) {
+void Weights::prepare_copy(const std::string& key, const TensorView& t, const uint8_t* copy, int64_t rows, int64_t cols) {
   const nn::Matrix m = prepare(key, t, copy, t.dtype, rows, cols);
   if (m.data == copy) return;
   // Quantized from the copy: the copy is not needed any more. It is the last f32 buffer, or the
   // bytes before the quantized ones (bytes8 holds [..., copy, quantized]).
   if (t.dtype == DType::F32) {
     storage_.f32.pop_back();
-    storage_.bytes -= copy_bytes;
+    storage_.bytes -= size_t(rows) * size_t(cols) * sizeof(float);
   } else {
     storage_.bytes -= storage_.bytes8[storage_.bytes8.size() - 2].size();
     storage_.bytes8.erase(storage_.bytes8.end() - 2);
@@ -195,7 +194,7 @@ nn::Matrix Weights::matrix_transposed(const std::string& name, int64_t rows, int
     uint8_t* dst = es == 4 ? reinterpret_cast<uint8_t*>(own_floats(size_t(rows) * size_t(cols)))
                            : own_bytes(size_t(rows) * size_t(cols) * 2);
     kernels::transpose(t.data, dst, cols, rows, es);
-    prepare_copy(key, t, dst, size_t(rows) * size_t(cols) * es, rows, cols);
+    prepare_copy(key, t, dst, rows, cols);
   }
   const nn::Matrix m = prepared_.at(key);
   count(rows * cols, m.bytes());
@@ -256,7 +255,7 @@ nn::Matrix Weights::matrix_rows(const std::string& name, int64_t rows, int64_t c
       AL_CHECK(s >= 0 && s < rows, "row map of ", name, " is out of range");
       std::memcpy(dst + rb * size_t(r), t.data + rb * size_t(s), rb);
     }
-    prepare_copy(key, t, dst, rb * size_t(rows), rows, cols);
+    prepare_copy(key, t, dst, rows, cols);
   }
   const nn::Matrix m = prepared_.at(key);
   count(rows * cols, m.bytes());

@@ -103,10 +103,9 @@ class Weights {
   DType target_type(DType stored, int64_t cols) const;  // the type matrix() hands out
   nn::Matrix prepare(const std::string& key, const TensorView& t, const uint8_t* data, DType stored, int64_t rows,
                      int64_t cols);
-  // prepare() of a copy made at load (transposed, rows reordered; copy_bytes long, in t's type, the
-  // last buffer owned): a copy quantized into a buffer of its own is given back.
-  void prepare_copy(const std::string& key, const TensorView& t, const uint8_t* copy, size_t copy_bytes, int64_t rows,
-                    int64_t cols);
+  // prepare() of a copy made at load (transposed, rows reordered; [rows, cols] in t's type, the last
+  // buffer owned): a copy quantized into a buffer of its own is given back.
+  void prepare_copy(const std::string& key, const TensorView& t, const uint8_t* copy, int64_t rows, int64_t cols);
   void check_finite(const std::string& name, DType t, const uint8_t* data, size_t count) const;
   void count_matrix(const nn::Matrix& m, int64_t params, bool counted_before);
   void count(int64_t params, size_t bytes) {

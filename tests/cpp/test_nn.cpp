@@ -17,20 +17,15 @@
 #include "nn/recorder.h"
 #include "kernels/kernels.h"
 #include "test_util.h"
+#include "nn_capture.h"
 
 using namespace attnlens;
 using namespace attnlens::nn;
+using testutil::into;
 using testutil::max_abs_diff;
 using testutil::randn;
 
 namespace {
-
-// A capture that records the attention weights into w, nothing else.
-AttentionCapture into(float* w) {
-  AttentionCapture c;
-  c.weights = w;
-  return c;
-}
 
 Linear make_linear(std::vector<std::vector<float>>& store, int out, int in, uint32_t seed, bool bias = true) {
   store.push_back(randn(size_t(out) * in, seed, 1.f / std::sqrt(float(in))));

@@ -5,22 +5,17 @@
 #include <vector>
 
 #include "fixture_json.h"
+#include "nn_capture.h"
 #include "nn/layers.h"
 #include "nn/positions.h"
 
 using namespace attnlens;
 using namespace attnlens::nn;
+using testutil::into;
 using testutil::JsonFixture;
 using testutil::max_abs_diff;
 
 namespace {
-
-// A capture that records the attention weights into w, nothing else.
-AttentionCapture into(float* w) {
-  AttentionCapture c;
-  c.weights = w;
-  return c;
-}
 
 constexpr double kTol = 1e-4;      // outputs
 constexpr double kWeightTol = 1e-5;  // attention weights
