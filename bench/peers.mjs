@@ -52,6 +52,9 @@ export function findPeers({ shared, cacheDir, log }) {
     for (const name of ['anchors', 'models']) if (!existsSync(join(base, name))) symlinkSync(join(shared, name), join(base, name));
     try {
       log(`[bench] setting up the llama.cpp peers in ${dir} (once: npm install, then the GGUF files — this takes a while)`);
+      // Their GGUF generators need numpy: installed here too, for a bench script run directly rather
+      // than through `npm run bench` (which runs the same setup first).
+      execFileSync(process.execPath, [join(root, 'tools', 'setup.mjs'), '--for', 'bench'], { stdio: ['ignore', 2, 2] });
       execFileSync('sh', ['setup.sh'], { cwd: dir, stdio: ['ignore', 2, 2] });
       execFileSync('sh', ['make_models.sh'], { cwd: dir, stdio: ['ignore', 2, 2] });
     } catch (e) {
