@@ -1,6 +1,7 @@
 // Threads in headless Chromium. A page served with COOP/COEP (cross-origin isolated) and the strict
 // CSP of package_csp.test.mjs loads the pthreads build by itself, runs a model with 2 threads in
-// its own thread and with 2 threads in worker mode; the same page without COOP/COEP loads the
+// its own thread and with 2 threads in worker mode (engineInfo(), asked right after the load, waits
+// for the threads the model did not wait for); the same page without COOP/COEP loads the
 // single-thread build (threads requested, 1 given). All three compute the same bits (logits,
 // attention rows, tokens), and no CSP violation or error happens.
 import assert from 'node:assert/strict';
@@ -39,6 +40,10 @@ try {
   out.isolated = self.crossOriginIsolated;
   out.engine = await engineInfo();
   const here = await loadModel('/models/kjv-gpt2/', { threads: 2 });
+  // The model does not wait for its threads' Workers (its first pass may run on fewer); engineInfo() does.
+  const first = await here.forward((await here.tokenize('And God said, Let there be light')).ids);
+  out.firstLogits = b64(first.logits);
+  out.startedAfterLoad = (await engineInfo()).threads;
   out.thread = await exercise(here);
   await here.dispose();
   const inWorker = await loadModel('/models/kjv-gpt2/', { threads: 2, worker: true });
@@ -113,15 +118,19 @@ test('cross-origin isolated page: the pthreads build, 2 threads in the page and 
   assert.equal(mt.isolated, true);
   assert.equal(mt.engine.build, 'threads');
   assert.equal(mt.thread.threads, 2);
+  assert.equal(mt.startedAfterLoad, 2);
   assert.equal(mt.worker.threads, 2);
   assert.equal(mt.worker.engine.build, 'threads');
   assert.ok(mt.worker.engine.threads >= 2);
   assert.equal(st.isolated, false);
   assert.equal(st.engine.build, 'single');
   assert.equal(st.thread.threads, 1);
+  assert.equal(st.startedAfterLoad, 1);
   assert.equal(st.worker.threads, 1);
   assert.equal(st.worker.engine.build, 'single');
 
+  assert.equal(mt.firstLogits, mt.thread.logits);
+  assert.equal(st.firstLogits, mt.thread.logits);
   for (const r of [mt.worker, st.thread, st.worker]) {
     assert.equal(r.logits, mt.thread.logits);
     assert.deepEqual(r.attention, mt.thread.attention);

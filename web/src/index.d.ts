@@ -69,7 +69,9 @@ export interface LoadOptions {
   /**
    * Threads the engine splits its work over (1–16; default: the physical cores, at most 4). Only
    * where shared memory is allowed — Node, and pages served with COOP/COEP (crossOriginIsolated) —
-   * elsewhere the single-thread build runs with 1. `info.threads` says what the model got.
+   * elsewhere the single-thread build runs with 1. `info.threads` says what the model got. In a
+   * browser the model does not wait for its threads' Workers to start: its first passes run on those
+   * already up (the results do not depend on the count).
    */
   threads?: number;
   /**
@@ -122,7 +124,7 @@ export interface EngineInfo {
   simd: string;
   /** Which WebAssembly build runs: "threads" (pthreads, shared memory) or "single". */
   build: 'threads' | 'single';
-  /** Threads the engine has started (1 + its pthreads). */
+  /** Threads the engine has started (1 + its pthreads); engineInfo() resolves once those being started run. */
   threads: number;
   /** Bytes the engine has allocated in the wasm heap. */
   allocatedBytes: number;

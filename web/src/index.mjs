@@ -9,7 +9,6 @@ import { Model, loadModelHere } from './model.mjs';
 import { EngineLostError } from './errors.mjs';
 import { checkSource, resolveSource, FetchError } from './sources.mjs';
 import { Tokenizer } from './tokenizer.mjs';
-import { engineFacts, getModule } from './wasm.mjs';
 import { loadModelInWorker } from './worker-client.mjs';
 // The modules the ones above import, named here too: a page that imports this file without a
 // bundler then learns the whole graph in one round trip instead of one per level of imports
@@ -82,7 +81,4 @@ export async function loadTokenizer(source, options = {}) {
  * Engine facts: the SIMD instruction set the kernels were compiled for, which build runs ("threads"
  * or "single") and how many threads it has started, wasm memory in use.
  */
-export async function engineInfo() {
-  const m = await getModule();
-  return engineFacts(m);
-}
+export { engineInfo } from './wasm.mjs';

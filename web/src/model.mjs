@@ -3,10 +3,11 @@
 import { expandTopK, headScores, idsOf, patchMap, selectRecords } from './analysis.mjs';
 import { Attentions } from './attentions.mjs';
 import { describeModel, renderChat } from './chat.mjs';
+import { isNode } from './env.mjs';
 import { throwIfAborted } from './errors.mjs';
 import { PieceLabels, idArray } from './pieces.mjs';
 import { holdingSinks, openSource, readEntries } from './sources.mjs';
-import { defaultThreads, getModule, instanceLost, onEngineLost, reserveThreads, trackOwner } from './wasm.mjs';
+import { defaultThreads, getModule, instanceLost, onEngineLost, reserveThreads, threadsFor, trackOwner } from './wasm.mjs';
 
 /**
  * @internal A stream() option only the worker passes: an Int32Array on a SharedArrayBuffer that the
@@ -135,15 +136,28 @@ export class Model {
   }
 
   /** @internal Builds a model from a FileSet already filled (the set stays the caller's to delete). */
-  // `threads` may be a promise (the threads still starting): the model is built meanwhile, on this
-  // thread, and runs on them once they are there.
+  // `threads` may be { wanted, starting } (loadModelHere): the threads' Workers, still starting while
+  // the model is built on this thread. In Node the model waits for them. In a browser it does not: a
+  // Worker starts through tasks of the thread that created it, so these only start once this build
+  // (one long task) has ended, which would delay the first token by ~0.1 s (bench/README.md). The
+  // session is given the threads asked for, and its passes use those running (core/parallel.h
+  // clamps to them; results do not depend on the count) until the rest are up.
   static async fromSet(m, set, { quantize = 'none', contextLength = 0, kvCache = 'f32', threads = 1 } = {}) {
     let handle = null;
     let session = null;
     try {
       handle = new m.Model(set, quantize);
       session = handle.newSession(contextLength, kvCache);
-      session.setThreads(await threads);
+      if (typeof threads === 'number') {
+        session.setThreads(threads);
+      } else if (isNode) {
+        session.setThreads(Math.min(threads.wanted, await threads.starting));
+      } else {
+        session.setThreads(threadsFor(m, threads.wanted));
+        threads.starting.catch((e) => {
+          if (!instanceLost(m)) console.warn(`AttnLens: this model runs on fewer threads than it asked for: ${e.message}`);
+        });
+      }
       return new Model(m, handle, session);
     } catch (e) {
       if (!instanceLost(m)) {
@@ -801,9 +815,9 @@ export async function loadModelHere(source, options = {}) {
   const engine = getModule();
   // The threads' Workers start loading as soon as the module is there (this callback runs before
   // the awaits below resume); the model is built meanwhile (Model.fromSet).
-  const threads = engine.then((m) => reserveThreads(m, wanted)).then((n) => Math.min(wanted, n));
+  const threads = { wanted, starting: engine.then((m) => reserveThreads(m, wanted)) };
   engine.catch(() => {});  // awaited below
-  threads.catch(() => {});  // awaited by Model.fromSet
+  threads.starting.catch(() => {});  // handled by Model.fromSet
   const opened = await openSource(source, options);
   const { entries } = opened;
   const direct = entries.every((e) => e.size > 0 && typeof e.readInto === 'function');

@@ -233,8 +233,13 @@ export function getModule() {
   return modulePromise;
 }
 
-/** engineInfo(): the SIMD set, the build and its threads, memory. */
-export function engineFacts(m) {
+/**
+ * engineInfo() (index.mjs, and worker.mjs for a model in a Worker): the SIMD set, the build and its
+ * threads, memory. Once the threads being started (if any) are running: they allocate as they start.
+ */
+export async function engineInfo() {
+  const m = await getModule();
+  await growing;
   return { simd: m.simdArch(), build: m.attnlensBuild, threads: m.reserveThreads(1), ...m.memoryStats() };
 }
 
@@ -268,19 +273,25 @@ export async function defaultThreads() {
   return Math.max(1, Math.min(DEFAULT_CAP, cores));
 }
 
+/** The threads reserveThreads(m, n) gives (unless a Worker fails to start): 1 with the single-thread build. */
+export function threadsFor(m, n) {
+  return m.attnlensBuild === 'threads' && n > 1 ? Math.min(n, MAX_THREADS, m.maxThreads()) : 1;
+}
+
 let growing = null;  // the reservation in progress, if any: the next one waits for it
 
 /**
  * Makes `n` threads available to the engine (the calling thread and n − 1 pthreads) and resolves
  * with the number it got: 1 with the single-thread build. The pthreads' Workers are loaded here,
  * before the engine starts threads on them: a Worker cannot finish loading while the engine keeps
- * this thread busy. They start loading before this returns (unless another reservation is under
- * way), so a caller may keep this thread busy meanwhile (loading a model) and find them ready after.
- * In Node they are unref()ed, so that they never keep a process alive.
+ * this thread busy. They are created before this returns (unless another reservation is under
+ * way). In Node they load meanwhile, so a caller may keep this thread busy (loading a model) and find
+ * them ready after; in a browser a Worker only starts once this thread is free (Model.fromSet does
+ * not wait for them there). In Node they are unref()ed, so that they never keep a process alive.
  */
 export function reserveThreads(m, n) {
-  if (m.attnlensBuild !== 'threads' || n <= 1) return Promise.resolve(1);
-  const want = Math.min(n, MAX_THREADS, m.maxThreads());
+  const want = threadsFor(m, n);
+  if (want === 1) return Promise.resolve(1);
   const run = async () => {
     const P = m.PThread;
     const missing = want - m.reserveThreads(1) - P.unusedWorkers.length;  // reserveThreads(1): the pool's size now

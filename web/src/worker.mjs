@@ -16,7 +16,7 @@
 //   replies: { id, type: 'result', value } or { id, type: 'error', error: { name, message, status, … } }
 import { isNode, nodeImport } from './env.mjs';
 import { STOP_FLAG, loadModelHere } from './model.mjs';
-import { engineFacts, getModule } from './wasm.mjs';
+import { engineInfo } from './wasm.mjs';
 // What model.mjs imports, named here too: the worker learns the whole graph in one round (index.mjs).
 import '../../node_modules/@huggingface/jinja/dist/index.js';
 import './analysis.mjs';
@@ -175,10 +175,7 @@ const handlers = {
     return { attnlens: true };
   },
 
-  async engineInfo() {
-    const m = await getModule();
-    return engineFacts(m);
-  },
+  engineInfo,
 };
 
 const silent = new Set(['pull', 'abort']);  // no reply
