@@ -235,7 +235,8 @@ export function getModule() {
 
 /**
  * engineInfo() (index.mjs, and worker.mjs for a model in a Worker): the SIMD set, the build and its
- * threads, memory. Once the threads being started (if any) are running: they allocate as they start.
+ * threads, memory. It first waits for any threads still starting (in a browser a model does not,
+ * Model.fromSet), so that the count and the memory, which each new thread adds to, are settled.
  */
 export async function engineInfo() {
   const m = await getModule();
