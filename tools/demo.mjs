@@ -54,9 +54,10 @@ function wasmStale() {
 }
 
 if (!args.includes('--no-build')) {
+  // The build's tools, and the npm packages the page imports (a fresh clone has no node_modules).
+  execFileSync(process.execPath, [join(repoRoot, 'tools/setup.mjs'), '--for', 'demo'], { stdio: 'inherit' });
   const why = wasmStale();
   if (why) {
-    execFileSync(process.execPath, [join(repoRoot, 'tools/setup.mjs'), '--for', 'build'], { stdio: 'inherit' });
     console.log(`[demo] building the WebAssembly engine (${why}); the first build takes a few minutes…`);
     const { buildModules } = await import('./build.mjs');
     buildModules();  // both builds: the page is cross-origin isolated, so it loads the threads one

