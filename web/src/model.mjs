@@ -136,21 +136,19 @@ export class Model {
   }
 
   /** @internal Builds a model from a FileSet already filled (the set stays the caller's to delete). */
-  // `threads` may be { wanted, starting } (loadModelHere): the threads' Workers, still starting while
+  // `threads`: { wanted, starting } (loadModelHere): the threads' Workers, still starting while
   // the model is built on this thread. In Node the model waits for them. In a browser it does not: a
   // Worker starts through tasks of the thread that created it, so these only start once this build
   // (one long task) has ended, which would delay the first token by ~0.1 s (bench/README.md). The
   // session is given the threads asked for, and its passes use those running (core/parallel.h
   // clamps to them; results do not depend on the count) until the rest are up.
-  static async fromSet(m, set, { quantize = 'none', contextLength = 0, kvCache = 'f32', threads = 1 } = {}) {
+  static async fromSet(m, set, { quantize = 'none', contextLength = 0, kvCache = 'f32', threads = { wanted: 1, starting: Promise.resolve(1) } } = {}) {
     let handle = null;
     let session = null;
     try {
       handle = new m.Model(set, quantize);
       session = handle.newSession(contextLength, kvCache);
-      if (typeof threads === 'number') {
-        session.setThreads(threads);
-      } else if (isNode) {
+      if (isNode) {
         session.setThreads(Math.min(threads.wanted, await threads.starting));
       } else {
         session.setThreads(threadsFor(m, threads.wanted));
