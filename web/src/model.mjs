@@ -32,9 +32,11 @@ const turnOfEventLoop = (() => {
   }
   return () => new Promise((r) => setTimeout(r, 0));
 })();
+// Between two prefill chunks it always yields (`always`): a chunk is what an abort waits for at most,
+// on any machine, and a chunk's turn of the loop is small beside the chunk (64 tokens).
 let lastYield = -Infinity;
-async function yieldToEventLoop() {
-  if (performance.now() - lastYield < YIELD_EVERY_MS) return;
+async function yieldToEventLoop({ always = false } = {}) {
+  if (!always && performance.now() - lastYield < YIELD_EVERY_MS) return;
   await turnOfEventLoop();
   lastYield = performance.now();
 }
@@ -729,7 +731,7 @@ export class Model {
         }
         if (ev.token < 0) {  // a prefill step: the prompt (or a chunk of it) went in; no token yet
           if (att) prefill.push(readAttention(s));
-          if (!ev.done) await yieldToEventLoop();
+          if (!ev.done) await yieldToEventLoop({ always: true });
           continue;
         }
         if (att && first) attentions = stackChunks(prefill);
