@@ -34,7 +34,9 @@ describe('generation', { skip: noSmall }, () => {
     let timer = null;
     let after = -1;  // tokens seen after abort() was called
     const r = await model.generate(small.prompt, {
-      maxNewTokens: 100000, temperature: 1, seed: 3, signal: controller.signal,
+      // (minNewTokens: no end of text before the timer on a fast machine; then only the context
+      // could end it, 512 tokens: ~70 ms here)
+      maxNewTokens: 100000, minNewTokens: 100000, temperature: 1, seed: 3, signal: controller.signal,
       onToken: () => {
         if (controller.signal.aborted) after++;
         timer ??= setTimeout(() => { controller.abort(); after = 0; }, 5);  // a timer, started at the first token

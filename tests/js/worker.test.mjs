@@ -162,8 +162,13 @@ describe('a model in a worker', { skip: noSmall }, () => {
 
   test('abort generate() from a timer: it resolves with the tokens so far', async () => {
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 30);
-    const r = await model.generate('Once', { maxNewTokens: 100000, temperature: 1, seed: 1, signal: controller.signal });
+    let timer = null;
+    // (minNewTokens: no end of text before the timer, whatever the machine's speed; then only the
+    // context could end it, 512 tokens: ~65 ms here, against a timer of 5 ms from the first token)
+    const r = await model.generate('Once', {
+      maxNewTokens: 100000, minNewTokens: 100000, temperature: 1, seed: 1, signal: controller.signal,
+      onToken: () => { timer ??= setTimeout(() => controller.abort(), 5); },
+    });
     assert.equal(r.finishReason, 'aborted');  // neither the token limit nor the context: the abort stopped it
     assert.ok(r.tokens.length - r.promptTokens < 100000);
     await assert.rejects(model.generate('Once', { signal: AbortSignal.abort() }), { name: 'AbortError' });
