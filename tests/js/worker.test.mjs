@@ -307,10 +307,15 @@ test('a Worker of your own that runs something else: loadModel rejects instead o
 
 test('a worker that dies: pending calls reject instead of hanging', { skip: noSmall }, async () => {
   const m = await loadModel(small.paths, { worker: true });
-  const pending = m.generate('Once', { maxNewTokens: 100000, temperature: 1 });
-  await new Promise((r) => setTimeout(r, 20));
-  await m.worker.terminate();
+  // The worker is ended at the first token, while the generation runs (minNewTokens: no end of text;
+  // the context ends it after ~65 ms here): a timer could lose to the end of the run on a fast machine.
+  let terminated = null;
+  const pending = m.generate('Once', {
+    maxNewTokens: 100000, minNewTokens: 100000, temperature: 1,
+    onToken: () => { terminated ??= m.worker.terminate(); },
+  });
   await assert.rejects(pending, /worker exited/);
+  await terminated;
   await m.dispose();
 });
 
