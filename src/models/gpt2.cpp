@@ -2,8 +2,8 @@
 // LayerNorm, fused QKV attention with biases, a GELU (tanh approximation) FFN and the output
 // projection tied to the token embedding.
 // Hugging Face stores its linear layers as Conv1D, weight [in, out]: they are transposed once at load
-// to the [out, in] layout of every other linear layer. GGUF (llama.cpp's converter) stores them
-// [out, in] already.
+// to the [out, in] layout of every other linear layer, in the file's own bytes when the model owns
+// its files (models/weights.h). GGUF (llama.cpp's converter) stores them [out, in] already.
 #include <cstring>
 
 #include "core/error.h"
@@ -88,7 +88,7 @@ std::unique_ptr<Model> build_gpt2_hf(const nlohmann::json& config, const TensorM
   names.layer_prefix = p + "h.{i}.";
   names.roles = {{role::attn_norm, "ln_1"},      {role::attn_qkv, "attn.c_attn"}, {role::attn_output, "attn.c_proj"},
                  {role::ffn_norm, "ln_2"},       {role::ffn_up, "mlp.c_fc"},      {role::ffn_down, "mlp.c_proj"}};
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   s.tied_output = !w.has("lm_head.weight");
   for (int i = 0; i < s.n_layers; ++i) accept_mask_buffers(w, names.layer(i, ""));
   return build_decoder_only(s, names, w, o);

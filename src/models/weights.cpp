@@ -174,27 +174,43 @@ void Weights::prepare_copy(const std::string& key, const TensorView& t, const ui
 }
 
 nn::Matrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols, bool tied) {
-  const TensorView& t = tensors_.get(name, {rows, cols});
+  const TensorView& t = stored(name, {rows, cols});
   used_.insert(name);
   const nn::Matrix m = prepare(name, t, t.data, t.dtype, rows, cols);
   count(tied ? 0 : rows * cols, m.bytes());
   return m;
 }
 
+const TensorView& Weights::stored(const std::string& name, const std::vector<int64_t>& shape) const {
+  AL_CHECK(!transposed_in_place_.count(name), where(tensors_), "tensor ", name,
+           " was transposed in place for a linear layer and cannot also be read as stored");
+  return tensors_.get(name, shape);
+}
+
 nn::Matrix Weights::matrix_transposed(const std::string& name, int64_t rows, int64_t cols) {
-  const TensorView& t = tensors_.get(name, {cols, rows});
-  used_.insert(name);
-  AL_CHECK(is_float(t.dtype), where(tensors_), "tensor ", name, " is ", dtype_name(t.dtype),
-           " but stored transposed [in, out]; quantized blocks must run along the input dimension");
   const std::string key = name + ".T";
   if (!prepared_.count(key)) {
+    const TensorView& t = stored(name, {cols, rows});
+    used_.insert(name);
+    AL_CHECK(is_float(t.dtype), where(tensors_), "tensor ", name, " is ", dtype_name(t.dtype),
+             " but stored transposed [in, out]; quantized blocks must run along the input dimension");
     // src [cols, rows] → [rows, cols], in the stored element type.
     const size_t es = t.dtype == DType::F32 ? 4 : 2;
-    limits::checked_bytes((where(tensors_) + "tensor " + name).c_str(), {uint64_t(rows), uint64_t(cols), es});
-    uint8_t* dst = es == 4 ? reinterpret_cast<uint8_t*>(own_floats(size_t(rows) * size_t(cols)))
-                           : own_bytes(size_t(rows) * size_t(cols) * 2);
-    kernels::transpose(t.data, dst, cols, rows, es);
-    prepare_copy(key, t, dst, rows, cols);
+    const size_t bytes = limits::checked_bytes((where(tensors_) + "tensor " + name).c_str(), {uint64_t(rows), uint64_t(cols), es});
+    if (own_file_bytes_) {
+      // The file's bytes are this load's alone: transposed through a buffer that lives for this one
+      // tensor and written back, so the model keeps no second copy of the weight beside the file.
+      std::vector<uint8_t> tmp(bytes);
+      kernels::transpose(t.data, tmp.data(), cols, rows, es);
+      std::memcpy(const_cast<uint8_t*>(t.data), tmp.data(), bytes);
+      transposed_in_place_.insert(name);
+      prepare(key, t, t.data, t.dtype, rows, cols);
+    } else {
+      uint8_t* dst = es == 4 ? reinterpret_cast<uint8_t*>(own_floats(size_t(rows) * size_t(cols)))
+                             : own_bytes(size_t(rows) * size_t(cols) * 2);
+      kernels::transpose(t.data, dst, cols, rows, es);
+      prepare_copy(key, t, dst, rows, cols);
+    }
   }
   const nn::Matrix m = prepared_.at(key);
   count(rows * cols, m.bytes());
@@ -202,7 +218,7 @@ nn::Matrix Weights::matrix_transposed(const std::string& name, int64_t rows, int
 }
 
 nn::Matrix Weights::table(const std::string& name, int64_t rows, int64_t cols) {
-  const TensorView& t = tensors_.get(name, {rows, cols});
+  const TensorView& t = stored(name, {rows, cols});
   used_.insert(name);
   // Only the looked-up rows are read: count the parameters, not the bytes.
   count(rows * cols, 0);
@@ -210,7 +226,7 @@ nn::Matrix Weights::table(const std::string& name, int64_t rows, int64_t cols) {
 }
 
 const float* Weights::f32_table(const std::string& name, int64_t rows, int64_t cols) {
-  const TensorView& t = tensors_.get(name, {rows, cols});
+  const TensorView& t = stored(name, {rows, cols});
   used_.insert(name);
   count(rows * cols, size_t(rows * cols) * sizeof(float));
   return as_f32(t);
@@ -242,7 +258,7 @@ nn::Norm Weights::rms_norm(const std::string& weight, int dim, float eps, float 
 
 nn::Matrix Weights::matrix_rows(const std::string& name, int64_t rows, int64_t cols,
                                 const std::function<int64_t(int64_t)>& src_row) {
-  const TensorView& t = tensors_.get(name, {rows, cols});
+  const TensorView& t = stored(name, {rows, cols});
   used_.insert(name);
   const std::string key = name + ".reordered";
   if (!prepared_.count(key)) {

@@ -1,7 +1,8 @@
 // Turns a file's TensorViews into what the nn layer reads: f32 vectors and matrices of any DType.
 // Matrices are used as stored (f32, f16, bf16 and every GGML block format: views into the file,
 // decoded inside the kernels), except that an unaligned f32 tensor is copied, a Conv1D weight
-// (GPT-2's [in, out]) is transposed once into a copy of the same type, and, on request, f32/f16/bf16
+// (GPT-2's [in, out]) is transposed once (in the file's bytes when the load owns them, else into a
+// copy of the same type), and, on request, f32/f16/bf16
 // matrices are quantized at load. Vectors (norms, biases) are widened to f32.
 // Non-finite weights are errors naming the tensor wherever the engine would otherwise not see them
 // as NaN at run time: before quantizing, in f16/bf16 matrices, in the scales of block formats.
@@ -45,7 +46,10 @@ struct DTypeTotals {
 
 class Weights {
  public:
-  Weights(const TensorMap& tensors, WeightFormat format) : tensors_(tensors), format_(format) {}
+  // own_file_bytes: the tensors' bytes belong to this load alone (BuildOptions::own_file_bytes), so a
+  // weight stored transposed may be rearranged where it is instead of copied.
+  Weights(const TensorMap& tensors, WeightFormat format, bool own_file_bytes = false)
+      : tensors_(tensors), format_(format), own_file_bytes_(own_file_bytes) {}
 
   bool has(const std::string& name) const { return tensors_.has(name); }
   // A vector [n] as f32.
@@ -54,7 +58,8 @@ class Weights {
   // WeightFormat. tied: the tensor is also used elsewhere (a tied output projection): its
   // parameters are not counted again.
   nn::Matrix matrix(const std::string& name, int64_t rows, int64_t cols, bool tied = false);
-  // A matrix stored transposed, [cols, rows] (HF Conv1D: [in, out]), returned as [rows, cols].
+  // A matrix stored transposed, [cols, rows] (HF Conv1D: [in, out]), returned as [rows, cols]: a copy,
+  // or with own_file_bytes the file's own bytes transposed in place (the tensor then reads only this way).
   nn::Matrix matrix_transposed(const std::string& name, int64_t rows, int64_t cols);
   // An embedding table [rows, cols] (rows are looked up one by one), as matrix() treats it.
   nn::Matrix table(const std::string& name, int64_t rows, int64_t cols);
@@ -112,8 +117,13 @@ class Weights {
     params_ += params;
     bytes_read_ += bytes;
   }
+  // tensors_.get(name, shape), refusing a tensor whose bytes were transposed in place (they no longer
+  // hold the stored layout).
+  const TensorView& stored(const std::string& name, const std::vector<int64_t>& shape) const;
   const TensorMap& tensors_;
   WeightFormat format_;
+  bool own_file_bytes_ = false;
+  std::set<std::string> transposed_in_place_;
   WeightStorage storage_;
   std::map<std::string, nn::Matrix> prepared_;  // by tensor name: a tied tensor is prepared once
   std::set<std::string> used_;                   // tensors read so far

@@ -489,9 +489,12 @@ LoadedTokenizer load_tokenizer_files(const std::vector<FilePtr>& files, int voca
 std::unique_ptr<LoadedModel> load_model(std::vector<FilePtr> files, const LoadOptions& options) {
   AL_CHECK(!files.empty(), "no model files given");
   auto out = std::unique_ptr<LoadedModel>(new LoadedModel());
+  models::BuildOptions build;
+  // Files handed over (the bindings move theirs in) belong to this model alone; files the caller
+  // still holds (a test loading one file twice) are never written.
+  build.own_file_bytes = std::all_of(files.begin(), files.end(), [](const FilePtr& f) { return f.use_count() == 1; });
   out->files_ = files;
   const Roles r = classify(files);
-  models::BuildOptions build;
   build.format = options.format;
   build.llamacpp_gelu = options.llamacpp_gelu;
   nlohmann::json config;

@@ -1,5 +1,6 @@
 // The loader and generation end to end on the real stories260K checkpoint: llama2.c's greedy text,
 // seeded sampling, stop strings, aborting, streaming text, and bad files.
+#include <cstring>
 #include <fstream>
 #include <numeric>
 #include <set>
@@ -56,6 +57,32 @@ TEST_CASE("loader: stories260K + tok512 by content; model card", "[runtime]") {
   CHECK(m->model().info().owned_bytes > 0);  // the RoPE table
   CHECK(m->weight_memory_bytes() == m->file_bytes() + m->model().info().owned_bytes);
   CHECK(m->prompt_format().stop_tokens == std::vector<int>{1, 2});
+}
+
+TEST_CASE("GPT-2's Conv1D weights: transposed in the file's bytes when the model owns its files, else copied; same logits", "[runtime]") {
+  // kjv-gpt2 (models/kjv-gpt2): Hugging Face's GPT-2 layout, every linear layer stored [in, out].
+  const std::string dir = testutil::source_dir() + "/models/kjv-gpt2/";
+  const std::vector<FilePtr> kept = {file(dir + "config.json"), file(dir + "model.safetensors"), file(dir + "tokenizer.json")};
+  const std::vector<uint8_t> before = std::vector<uint8_t>(kept[1]->bytes);
+  auto copied = load_model(kept);  // the caller keeps the files: they must not change
+  CHECK(std::vector<uint8_t>(kept[1]->bytes) == before);
+  std::vector<FilePtr> handed = {file(dir + "config.json"), file(dir + "model.safetensors"), file(dir + "tokenizer.json")};
+  auto owned = load_model(std::move(handed));  // as the bindings do: no one else holds the files
+  // The copies not made: per layer c_attn [d, 3d], attn c_proj [d, d], c_fc [d, 4d], mlp c_proj [4d, d], f32.
+  const auto& info = owned->model().info();
+  const size_t d = size_t(info.d_model), conv1d = size_t(info.n_layers) * (3 * d * d + d * d + 4 * d * d + 4 * d * d) * 4;
+  CHECK(copied->model().info().owned_bytes == owned->model().info().owned_bytes + conv1d);
+  CHECK(owned->weight_memory_bytes() == owned->file_bytes() + owned->model().info().owned_bytes);
+  // The same weights either way: every logit of a prefill equal, bit for bit.
+  const std::vector<int> prompt = owned->require_tokenizer().encode("In the beginning God created", true);
+  auto logits = [&](const LoadedModel& m) {
+    auto s = m.model().new_session();
+    const float* p = m.model().decode(*s, prompt.data(), int(prompt.size()), true);
+    return std::vector<float>(p, p + prompt.size() * size_t(info.vocab_size));
+  };
+  const std::vector<float> a = logits(*copied), b = logits(*owned);
+  REQUIRE(a.size() == b.size());
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("greedy generation reproduces llama2.c's tokens and text", "[runtime][golden]") {

@@ -177,7 +177,7 @@ export interface ModelInfo {
   weightBytes: number;
   /** Bytes of the model's files (the engine keeps them and reads weights straight from them). */
   fileBytes: number;
-  /** Bytes the model owns beside its files: converted weight copies (unaligned f32 copied, Conv1D weights transposed, matrices quantized at load) and tables. */
+  /** Bytes the model owns beside its files: converted weight copies (unaligned f32 copied, matrices quantized at load) and tables. (GPT-2's Conv1D weights are transposed in the file's own bytes: no copy.) */
   ownedBytes: number;
   /** This model's KV cache with its context full (it is allocated as positions fill: memory() has what it holds now). */
   kvCacheBytes: number;
