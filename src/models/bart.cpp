@@ -67,7 +67,7 @@ std::unique_ptr<Model> build(const BartConfig& c, const TensorMap& tensors, cons
   // BartForConditionalGeneration / MarianMTModel save "model.…"; BartModel / MarianModel do not.
   const std::string m = tensors.has("model.encoder.layers.0.fc1.weight") ? "model." : "";
   const std::string enc = m + "encoder.", dec = m + "decoder.";
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   EncoderDecoderWeights s;
   std::vector<std::string> allowed;  // tied copies of an embedding, saved anyway
   if (c.shared_vocab) {

@@ -125,7 +125,7 @@ EncoderNames names_for(const EncoderConfig& c, const TensorMap& t) {
 std::unique_ptr<Model> build(const EncoderConfig& c, const TensorMap& tensors, const BuildOptions& o) {
   const EncoderNames n = names_for(c, tensors);
   const int d = c.d, e = c.embedding ? c.embedding : d;
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   EncoderOnlyWeights s;
   s.word = w.table(n.word + ".weight", c.vocab, e);
   s.position = w.table(n.position + ".weight", c.positions, e);

@@ -70,7 +70,7 @@ DecoderNames hf_gemma_names(int version) {
 std::unique_ptr<Model> build_gemma_gguf(const std::string& arch, const nlohmann::json& meta, const TensorMap& tensors,
                                         const BuildOptions& o) {
   ConfigReader r(meta, o.source);
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   const int v = gemma_version(arch);
   DecoderSpec s = gemma_spec(arch);
   s.gguf_flexible = true;
@@ -129,7 +129,7 @@ std::unique_ptr<Model> build_gemma_hf(const nlohmann::json& config, const Tensor
            "\" is not a Gemma text model (gemma, gemma2, gemma3_text)");
   const std::string arch = type == "gemma3_text" ? "gemma3" : type;
   const int v = gemma_version(arch);
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   DecoderSpec s = gemma_spec(arch);
   read_hf_sizes(r, tensors, "model.embed_tokens.weight", s);
   s.norm_eps = float(r.number("rms_norm_eps", 1e-6));

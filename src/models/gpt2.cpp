@@ -96,7 +96,7 @@ std::unique_ptr<Model> build_gpt2_hf(const nlohmann::json& config, const TensorM
 
 std::unique_ptr<Model> build_gpt2_gguf(const nlohmann::json& meta, const TensorMap& tensors, const BuildOptions& o) {
   ConfigReader r(meta, o.source);
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   DecoderSpec s = gpt2_spec();
   s.gguf_flexible = true;
   read_gguf_hparams(r, "gpt2", w, s);

@@ -64,7 +64,7 @@ void accept_mask_buffers(Weights& w, const std::string& prefix) {
 
 std::unique_ptr<Model> build_gptneox_gguf(const nlohmann::json& meta, const TensorMap& tensors, const BuildOptions& o) {
   ConfigReader r(meta, o.source);
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   DecoderSpec s = neox_spec();
   s.fused_qkv = false;
   s.gguf_flexible = true;
@@ -77,7 +77,7 @@ std::unique_ptr<Model> build_gptneox_gguf(const nlohmann::json& meta, const Tens
 
 std::unique_ptr<Model> build_gptneox_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o) {
   ConfigReader r(config, o.source);
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   DecoderSpec s = neox_spec();
   s.interleaved_qkv = true;
   s.d_model = r.positive_int("hidden_size");

@@ -31,7 +31,7 @@ void set_window(DecoderSpec& s, int window) {
 
 std::unique_ptr<Model> build_llama_gguf(const nlohmann::json& meta, const TensorMap& tensors, const BuildOptions& o) {
   ConfigReader r(meta, o.source);
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   DecoderSpec s = llama_spec("llama");
   nn::RopeParams rope;
   const std::string style = r.string("attnlens.rope_style", "adjacent");  // our own llama2.c conversions
@@ -51,7 +51,7 @@ std::unique_ptr<Model> build_llama_hf(const nlohmann::json& config, const Tensor
   ConfigReader r(config, o.source);
   const std::string type = r.string("model_type", "llama");
   AL_CHECK(type == "llama" || type == "mistral", o.source, ": model_type \"", type, "\" is not a Llama or Mistral model");
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   DecoderSpec s = llama_spec(type);
   read_hf_sizes(r, tensors, "model.embed_tokens.weight", s);
   s.norm_eps = float(r.number("rms_norm_eps", 1e-6));

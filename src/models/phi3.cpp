@@ -38,7 +38,7 @@ void set_window(DecoderSpec& s, int window) {
 
 std::unique_ptr<Model> build_phi3_gguf(const nlohmann::json& meta, const TensorMap& tensors, const BuildOptions& o) {
   ConfigReader r(meta, o.source);
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   DecoderSpec s = phi3_spec();
   s.fused_qkv = false;  // GGUF: fused or separate, whichever the file holds
   s.gguf_flexible = true;
@@ -51,7 +51,7 @@ std::unique_ptr<Model> build_phi3_gguf(const nlohmann::json& meta, const TensorM
 
 std::unique_ptr<Model> build_phi3_hf(const nlohmann::json& config, const TensorMap& tensors, const BuildOptions& o) {
   ConfigReader r(config, o.source);
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   DecoderSpec s = phi3_spec();
   read_hf_sizes(r, tensors, "model.embed_tokens.weight", s);
   s.norm_eps = float(r.number("rms_norm_eps", 1e-5));

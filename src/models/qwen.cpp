@@ -62,7 +62,7 @@ void read_qwen_window(const ConfigReader& r, DecoderSpec& s) {
 std::unique_ptr<Model> build_qwen_gguf(const std::string& arch, const nlohmann::json& meta, const TensorMap& tensors,
                                        const BuildOptions& o) {
   ConfigReader r(meta, o.source);
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   DecoderSpec s = qwen_spec(arch);
   s.qkv_bias = false;  // GGUF: biases are used where the file has them
   s.gguf_flexible = true;
@@ -76,7 +76,7 @@ std::unique_ptr<Model> build_qwen_hf(const nlohmann::json& config, const TensorM
   ConfigReader r(config, o.source);
   const std::string type = r.string("model_type");
   AL_CHECK(type == "qwen2" || type == "qwen3", o.source, ": model_type \"", type, "\" is not qwen2 or qwen3");
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   DecoderSpec s = qwen_spec(type);
   read_hf_sizes(r, tensors, "model.embed_tokens.weight", s);
   s.norm_eps = float(r.number("rms_norm_eps", 1e-6));

@@ -50,7 +50,7 @@ std::unique_ptr<Model> build_seq2seq_hf(const nlohmann::json& config, const Tens
            r.string("position_encoding"), "\" is not supported (sinusoidal)");
   AL_CHECK(d % heads == 0, o.source, ": d_model ", d, " is not divisible by n_heads ", heads);
 
-  Weights w(tensors, o.format);
+  Weights w(tensors, o.format, o.own_file_bytes);
   EncoderDecoderWeights s;
   s.source_embedding = s.target_embedding = w.table("embed.weight", vocab, d);
   s.positions = AbsolutePositions::Sinusoidal;

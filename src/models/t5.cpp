@@ -133,7 +133,7 @@ RelativeBiasTable block(Weights& w, const LayerNames& name, const T5Config& c, b
 
 std::unique_ptr<Model> build(const T5Config& c, const T5Names& names, const TensorMap& tensors, const BuildOptions& o,
                              bool hf) {
-  Weights weights(tensors, o.format);
+  Weights weights(tensors, o.format, o.own_file_bytes);
   EncoderDecoderWeights s;
   std::string embed;
   for (const auto& e : names.embed)

@@ -182,9 +182,26 @@ nn::Matrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols, 
 }
 
 const TensorView& Weights::stored(const std::string& name, const std::vector<int64_t>& shape) const {
-  AL_CHECK(!transposed_in_place_.count(name), where(tensors_), "tensor ", name,
-           " was transposed in place for a linear layer and cannot also be read as stored");
+  AL_CHECK(!rearranged_.count(name), where(tensors_), "tensor ", name,
+           " was rearranged in place for a linear layer and cannot also be read as stored");
   return tensors_.get(name, shape);
+}
+
+void Weights::rearrange(const std::string& key, const TensorView& t, int64_t rows, int64_t cols, size_t bytes,
+                        const std::function<void(uint8_t*)>& fill) {
+  if (own_file_bytes_) {
+    // The file's bytes are this load's alone: the new layout is made in a buffer that lives for this
+    // one tensor and written back, so the model keeps no second copy of the weight beside the file.
+    std::vector<uint8_t> tmp(bytes);
+    fill(tmp.data());
+    std::memcpy(const_cast<uint8_t*>(t.data), tmp.data(), bytes);
+    rearranged_.insert(t.name);
+    prepare(key, t, t.data, t.dtype, rows, cols);
+    return;
+  }
+  uint8_t* dst = t.dtype == DType::F32 ? reinterpret_cast<uint8_t*>(own_floats(bytes / sizeof(float))) : own_bytes(bytes);
+  fill(dst);
+  prepare_copy(key, t, dst, rows, cols);
 }
 
 nn::Matrix Weights::matrix_transposed(const std::string& name, int64_t rows, int64_t cols) {
@@ -197,20 +214,7 @@ nn::Matrix Weights::matrix_transposed(const std::string& name, int64_t rows, int
     // src [cols, rows] → [rows, cols], in the stored element type.
     const size_t es = t.dtype == DType::F32 ? 4 : 2;
     const size_t bytes = limits::checked_bytes((where(tensors_) + "tensor " + name).c_str(), {uint64_t(rows), uint64_t(cols), es});
-    if (own_file_bytes_) {
-      // The file's bytes are this load's alone: transposed through a buffer that lives for this one
-      // tensor and written back, so the model keeps no second copy of the weight beside the file.
-      std::vector<uint8_t> tmp(bytes);
-      kernels::transpose(t.data, tmp.data(), cols, rows, es);
-      std::memcpy(const_cast<uint8_t*>(t.data), tmp.data(), bytes);
-      transposed_in_place_.insert(name);
-      prepare(key, t, t.data, t.dtype, rows, cols);
-    } else {
-      uint8_t* dst = es == 4 ? reinterpret_cast<uint8_t*>(own_floats(size_t(rows) * size_t(cols)))
-                             : own_bytes(size_t(rows) * size_t(cols) * 2);
-      kernels::transpose(t.data, dst, cols, rows, es);
-      prepare_copy(key, t, dst, rows, cols);
-    }
+    rearrange(key, t, rows, cols, bytes, [&](uint8_t* dst) { kernels::transpose(t.data, dst, cols, rows, es); });
   }
   const nn::Matrix m = prepared_.at(key);
   count(rows * cols, m.bytes());
@@ -258,20 +262,19 @@ nn::Norm Weights::rms_norm(const std::string& weight, int dim, float eps, float 
 
 nn::Matrix Weights::matrix_rows(const std::string& name, int64_t rows, int64_t cols,
                                 const std::function<int64_t(int64_t)>& src_row) {
-  const TensorView& t = stored(name, {rows, cols});
-  used_.insert(name);
   const std::string key = name + ".reordered";
   if (!prepared_.count(key)) {
+    const TensorView& t = stored(name, {rows, cols});
+    used_.insert(name);
     const size_t rb = dtype_bytes(t.dtype, size_t(cols));
-    limits::checked_bytes((where(tensors_) + "tensor " + name).c_str(), {rb, uint64_t(rows)});
-    uint8_t* dst = t.dtype == DType::F32 ? reinterpret_cast<uint8_t*>(own_floats(size_t(rows) * size_t(cols)))
-                                         : own_bytes(rb * size_t(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t s = src_row(r);
-      AL_CHECK(s >= 0 && s < rows, "row map of ", name, " is out of range");
-      std::memcpy(dst + rb * size_t(r), t.data + rb * size_t(s), rb);
-    }
-    prepare_copy(key, t, dst, rows, cols);
+    const size_t bytes = limits::checked_bytes((where(tensors_) + "tensor " + name).c_str(), {rb, uint64_t(rows)});
+    rearrange(key, t, rows, cols, bytes, [&](uint8_t* dst) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t s = src_row(r);
+        AL_CHECK(s >= 0 && s < rows, "row map of ", name, " is out of range");
+        std::memcpy(dst + rb * size_t(r), t.data + rb * size_t(s), rb);
+      }
+    });
   }
   const nn::Matrix m = prepared_.at(key);
   count(rows * cols, m.bytes());

@@ -47,7 +47,8 @@ struct DTypeTotals {
 class Weights {
  public:
   // own_file_bytes: the tensors' bytes belong to this load alone (BuildOptions::own_file_bytes), so a
-  // weight stored transposed may be rearranged where it is instead of copied.
+  // weight stored in another layout (transposed, rows in another order) is rearranged where it is
+  // instead of copied.
   Weights(const TensorMap& tensors, WeightFormat format, bool own_file_bytes = false)
       : tensors_(tensors), format_(format), own_file_bytes_(own_file_bytes) {}
 
@@ -59,7 +60,7 @@ class Weights {
   // parameters are not counted again.
   nn::Matrix matrix(const std::string& name, int64_t rows, int64_t cols, bool tied = false);
   // A matrix stored transposed, [cols, rows] (HF Conv1D: [in, out]), returned as [rows, cols]: a copy,
-  // or with own_file_bytes the file's own bytes transposed in place (the tensor then reads only this way).
+  // or with own_file_bytes the file's own bytes transposed (the tensor then reads only this way).
   nn::Matrix matrix_transposed(const std::string& name, int64_t rows, int64_t cols);
   // An embedding table [rows, cols] (rows are looked up one by one), as matrix() treats it.
   nn::Matrix table(const std::string& name, int64_t rows, int64_t cols);
@@ -72,9 +73,10 @@ class Weights {
   // RMSNorm applied as (offset + w) ⊙ x̂ (Hugging Face Gemma stores w for 1 + w): the sum is made
   // once, at load, into a copy.
   nn::Norm rms_norm(const std::string& weight, int dim, float eps, float offset);
-  // A matrix [rows, cols] whose row r is row src_row(r) of the stored [rows, cols] tensor (a
-  // reordered copy in the stored type, rows are whole blocks in every type; HF GPT-NeoX's per-head
-  // [q k v] rows put in [Q; K; V] order), and the same for a vector.
+  // A matrix [rows, cols] whose row r is row src_row(r) of the stored [rows, cols] tensor (reordered
+  // in the stored type, rows are whole blocks in every type; in the file's own bytes with
+  // own_file_bytes, else a copy; HF GPT-NeoX's per-head [q k v] rows put in [Q; K; V] order), and the
+  // same for a vector (a copy).
   nn::Matrix matrix_rows(const std::string& name, int64_t rows, int64_t cols,
                          const std::function<int64_t(int64_t)>& src_row);
   const float* vector_rows(const std::string& name, int64_t n, const std::function<int64_t(int64_t)>& src);
@@ -111,19 +113,23 @@ class Weights {
   // prepare() of a copy made at load (transposed, rows reordered; [rows, cols] in t's type, the last
   // buffer owned): a copy quantized into a buffer of its own is given back.
   void prepare_copy(const std::string& key, const TensorView& t, const uint8_t* copy, int64_t rows, int64_t cols);
+  // The matrix `key` [rows, cols] in t's type, `bytes` long, written by fill() (a transposition, rows
+  // reordered): into the file's own bytes with own_file_bytes, else into a copy the model keeps.
+  void rearrange(const std::string& key, const TensorView& t, int64_t rows, int64_t cols, size_t bytes,
+                 const std::function<void(uint8_t*)>& fill);
   void check_finite(const std::string& name, DType t, const uint8_t* data, size_t count) const;
   void count_matrix(const nn::Matrix& m, int64_t params, bool counted_before);
   void count(int64_t params, size_t bytes) {
     params_ += params;
     bytes_read_ += bytes;
   }
-  // tensors_.get(name, shape), refusing a tensor whose bytes were transposed in place (they no longer
+  // tensors_.get(name, shape), refusing a tensor whose bytes were rearranged in place (they no longer
   // hold the stored layout).
   const TensorView& stored(const std::string& name, const std::vector<int64_t>& shape) const;
   const TensorMap& tensors_;
   WeightFormat format_;
   bool own_file_bytes_ = false;
-  std::set<std::string> transposed_in_place_;
+  std::set<std::string> rearranged_;
   WeightStorage storage_;
   std::map<std::string, nn::Matrix> prepared_;  // by tensor name: a tied tensor is prepared once
   std::set<std::string> used_;                   // tensors read so far
