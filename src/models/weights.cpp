@@ -116,6 +116,8 @@ nn::Matrix Weights::prepare(const std::string& key, const TensorView& t, const u
                             int64_t rows, int64_t cols) {
   auto it = prepared_.find(key);
   if (it != prepared_.end()) return it->second;
+  AL_CHECK(data != t.data || !rearranged_.count(t.name), where(tensors_), "tensor ", t.name,
+           " was rearranged in place for another use and cannot also be read as stored");
   const std::string what = where(tensors_) + "tensor " + t.name;
   const size_t count = limits::checked_bytes(what.c_str(), {uint64_t(rows), uint64_t(cols)});  // elements
   const DType target = target_type(stored, cols);
@@ -131,7 +133,11 @@ nn::Matrix Weights::prepare(const std::string& key, const TensorView& t, const u
     // Quantize at load, one row at a time from f32 (widened first when f16/bf16).
     const size_t in_row = size_t(cols) * (stored == DType::F32 ? 4 : 2);
     const size_t out_row = dtype_bytes(target, size_t(cols));
-    uint8_t* out = own_bytes(limits::checked_bytes(what.c_str(), {out_row, uint64_t(rows)}));
+    limits::checked_bytes(what.c_str(), {out_row, uint64_t(rows)});
+    // Into the file's own bytes when the load owns them: row r is read whole before its quantized
+    // row, shorter than a stored one, is written at out_row·r ≤ in_row·r, so no unread row is touched.
+    const bool in_place = own_file_bytes_ && data == t.data && out_row <= in_row;
+    uint8_t* out = in_place ? const_cast<uint8_t*>(data) : own_bytes(out_row * size_t(rows));
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = 0; r < rows; ++r) {
       kernels::dequantize_row(stored, data + in_row * size_t(r), row.data(), int(cols));
@@ -151,6 +157,7 @@ nn::Matrix Weights::prepare(const std::string& key, const TensorView& t, const u
       }
     }
     m.data = out;
+    if (in_place) rearranged_.insert(t.name);
   }
   DTypeTotals& tt = types_[target];
   tt.tensors += 1;
@@ -174,7 +181,7 @@ void Weights::prepare_copy(const std::string& key, const TensorView& t, const ui
 }
 
 nn::Matrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols, bool tied) {
-  const TensorView& t = stored(name, {rows, cols});
+  const TensorView& t = tensors_.get(name, {rows, cols});  // (prepare() reads it once, then hands out that)
   used_.insert(name);
   const nn::Matrix m = prepare(name, t, t.data, t.dtype, rows, cols);
   count(tied ? 0 : rows * cols, m.bytes());
@@ -195,8 +202,8 @@ void Weights::rearrange(const std::string& key, const TensorView& t, int64_t row
     std::vector<uint8_t> tmp(bytes);
     fill(tmp.data());
     std::memcpy(const_cast<uint8_t*>(t.data), tmp.data(), bytes);
-    rearranged_.insert(t.name);
     prepare(key, t, t.data, t.dtype, rows, cols);
+    rearranged_.insert(t.name);
     return;
   }
   uint8_t* dst = t.dtype == DType::F32 ? reinterpret_cast<uint8_t*>(own_floats(bytes / sizeof(float))) : own_bytes(bytes);
@@ -222,7 +229,7 @@ nn::Matrix Weights::matrix_transposed(const std::string& name, int64_t rows, int
 }
 
 nn::Matrix Weights::table(const std::string& name, int64_t rows, int64_t cols) {
-  const TensorView& t = stored(name, {rows, cols});
+  const TensorView& t = tensors_.get(name, {rows, cols});  // (as matrix(): one prepared form per tensor)
   used_.insert(name);
   // Only the looked-up rows are read: count the parameters, not the bytes.
   count(rows * cols, 0);

@@ -59,30 +59,38 @@ TEST_CASE("loader: stories260K + tok512 by content; model card", "[runtime]") {
   CHECK(m->prompt_format().stop_tokens == std::vector<int>{1, 2});
 }
 
-TEST_CASE("GPT-2's Conv1D weights: transposed in the file's bytes when the model owns its files, else copied; same logits", "[runtime]") {
-  // kjv-gpt2 (models/kjv-gpt2): Hugging Face's GPT-2 layout, every linear layer stored [in, out].
+TEST_CASE("a model that owns its files rearranges and quantizes weights in their bytes: no copies, the same logits", "[runtime]") {
+  // kjv-gpt2 (models/kjv-gpt2): Hugging Face's GPT-2 layout, every linear layer stored [in, out], f32.
   const std::string dir = testutil::source_dir() + "/models/kjv-gpt2/";
-  const std::vector<FilePtr> kept = {file(dir + "config.json"), file(dir + "model.safetensors"), file(dir + "tokenizer.json")};
-  const std::vector<uint8_t> before = std::vector<uint8_t>(kept[1]->bytes);
-  auto copied = load_model(kept);  // the caller keeps the files: they must not change
-  CHECK(std::vector<uint8_t>(kept[1]->bytes) == before);
-  std::vector<FilePtr> handed = {file(dir + "config.json"), file(dir + "model.safetensors"), file(dir + "tokenizer.json")};
-  auto owned = load_model(std::move(handed));  // as the bindings do: no one else holds the files
-  // The copies not made: per layer c_attn [d, 3d], attn c_proj [d, d], c_fc [d, 4d], mlp c_proj [4d, d], f32.
-  const auto& info = owned->model().info();
-  const size_t d = size_t(info.d_model), conv1d = size_t(info.n_layers) * (3 * d * d + d * d + 4 * d * d + 4 * d * d) * 4;
-  CHECK(copied->model().info().owned_bytes == owned->model().info().owned_bytes + conv1d);
-  CHECK(owned->weight_memory_bytes() == owned->file_bytes() + owned->model().info().owned_bytes);
-  // The same weights either way: every logit of a prefill equal, bit for bit.
-  const std::vector<int> prompt = owned->require_tokenizer().encode("In the beginning God created", true);
-  auto logits = [&](const LoadedModel& m) {
-    auto s = m.model().new_session();
-    const float* p = m.model().decode(*s, prompt.data(), int(prompt.size()), true);
-    return std::vector<float>(p, p + prompt.size() * size_t(info.vocab_size));
-  };
-  const std::vector<float> a = logits(*copied), b = logits(*owned);
-  REQUIRE(a.size() == b.size());
-  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  auto files = [&] { return std::vector<FilePtr>{file(dir + "config.json"), file(dir + "model.safetensors"), file(dir + "tokenizer.json")}; };
+  for (auto format : {models::WeightFormat::AsStored, models::WeightFormat::Q8_0}) {
+    INFO(models::weight_format_name(format));
+    LoadOptions o;
+    o.format = format;
+    const std::vector<FilePtr> kept = files();
+    const std::vector<uint8_t> before(kept[1]->bytes);
+    auto copied = load_model(kept, o);  // the caller keeps the files: they must not change
+    CHECK(std::vector<uint8_t>(kept[1]->bytes) == before);
+    auto owned = load_model(files(), o);  // handed over, as the bindings do: no one else holds them
+    const auto& info = owned->model().info();
+    // f32: the Conv1D copies not made (per layer c_attn [d, 3d], attn c_proj [d, d], c_fc [d, 4d], mlp
+    // c_proj [4d, d]); q8_0: every matrix's q8_0 copy. Nothing else is owned (vectors read in place).
+    const size_t d = size_t(info.d_model), conv1d = size_t(info.n_layers) * 12 * d * d * 4;
+    CHECK(owned->model().info().owned_bytes == 0);
+    if (format == models::WeightFormat::AsStored) CHECK(copied->model().info().owned_bytes == conv1d);
+    else CHECK(copied->model().info().owned_bytes > conv1d / 4);
+    CHECK(owned->weight_memory_bytes() == owned->file_bytes());
+    // The same weights either way: every logit of a prefill equal, bit for bit.
+    const std::vector<int> prompt = owned->require_tokenizer().encode("In the beginning God created", true);
+    auto logits = [&](const LoadedModel& m) {
+      auto s = m.model().new_session();
+      const float* p = m.model().decode(*s, prompt.data(), int(prompt.size()), true);
+      return std::vector<float>(p, p + prompt.size() * size_t(info.vocab_size));
+    };
+    const std::vector<float> a = logits(*copied), b = logits(*owned);
+    REQUIRE(a.size() == b.size());
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("greedy generation reproduces llama2.c's tokens and text", "[runtime][golden]") {
