@@ -22,8 +22,8 @@ struct BuildOptions {
   // Reproduce llama.cpp's f32 GELU (an f16 lookup table) instead of the exact tanh form: for parity
   // checks against llama.cpp only (tests/cpp/test_runtime_archs*.cpp).
   bool llamacpp_gelu = false;
-  // The tensors' bytes belong to this load alone (no one else holds the files): a builder may
-  // rearrange them in place (Weights: Conv1D weights transposed where they are, not copied).
+  // The tensors' bytes belong to this load alone (no one else holds the files): Weights may write
+  // over them (transposed, reordered or quantized-at-load weights) instead of copying.
   bool own_file_bytes = false;
 };
 

@@ -117,7 +117,7 @@ nn::Matrix Weights::prepare(const std::string& key, const TensorView& t, const u
   auto it = prepared_.find(key);
   if (it != prepared_.end()) return it->second;
   AL_CHECK(data != t.data || !rearranged_.count(t.name), where(tensors_), "tensor ", t.name,
-           " was rearranged in place for another use and cannot also be read as stored");
+           " was rewritten in place (transposed, reordered or quantized) for one use and cannot also be read as stored");
   const std::string what = where(tensors_) + "tensor " + t.name;
   const size_t count = limits::checked_bytes(what.c_str(), {uint64_t(rows), uint64_t(cols)});  // elements
   const DType target = target_type(stored, cols);
@@ -190,7 +190,7 @@ nn::Matrix Weights::matrix(const std::string& name, int64_t rows, int64_t cols, 
 
 const TensorView& Weights::stored(const std::string& name, const std::vector<int64_t>& shape) const {
   AL_CHECK(!rearranged_.count(name), where(tensors_), "tensor ", name,
-           " was rearranged in place for a linear layer and cannot also be read as stored");
+           " was rewritten in place (transposed, reordered or quantized) for one use and cannot also be read as stored");
   return tensors_.get(name, shape);
 }
 

@@ -1,9 +1,9 @@
 // Turns a file's TensorViews into what the nn layer reads: f32 vectors and matrices of any DType.
 // Matrices are used as stored (f32, f16, bf16 and every GGML block format: views into the file,
 // decoded inside the kernels), except that an unaligned f32 tensor is copied, a Conv1D weight
-// (GPT-2's [in, out]) is transposed once (in the file's bytes when the load owns them, else into a
-// copy of the same type), and, on request, f32/f16/bf16
-// matrices are quantized at load. Vectors (norms, biases) are widened to f32.
+// (GPT-2's [in, out]) is transposed once and, on request, f32/f16/bf16 matrices are quantized at
+// load: written over the file's own bytes when the load owns them, else into copies the model keeps.
+// Vectors (norms, biases) are widened to f32.
 // Non-finite weights are errors naming the tensor wherever the engine would otherwise not see them
 // as NaN at run time: before quantizing, in f16/bf16 matrices, in the scales of block formats.
 #pragma once
@@ -47,8 +47,8 @@ struct DTypeTotals {
 class Weights {
  public:
   // own_file_bytes: the tensors' bytes belong to this load alone (BuildOptions::own_file_bytes), so a
-  // weight stored in another layout (transposed, rows in another order) is rearranged where it is
-  // instead of copied.
+  // weight stored in another layout (transposed, rows in another order) or quantized at load is
+  // written where it is instead of copied.
   Weights(const TensorMap& tensors, WeightFormat format, bool own_file_bytes = false)
       : tensors_(tensors), format_(format), own_file_bytes_(own_file_bytes) {}
 

@@ -177,7 +177,7 @@ export interface ModelInfo {
   weightBytes: number;
   /** Bytes of the model's files (the engine keeps them and reads weights straight from them). */
   fileBytes: number;
-  /** Bytes the model owns beside its files: converted weight copies (unaligned f32 copied, matrices quantized at load) and tables. (GPT-2's Conv1D weights are transposed in the file's own bytes: no copy.) */
+  /** Bytes the model owns beside its files: norm and bias vectors widened to f32, tables, and a copy of a weight that cannot stay in the file's bytes (an unaligned f32 matrix). Transposed or reordered weights and weights quantized at load are written in the file's own bytes. */
   ownedBytes: number;
   /** This model's KV cache with its context full (it is allocated as positions fill: memory() has what it holds now). */
   kvCacheBytes: number;
