@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Installs what AttnLens needs on a Debian/Ubuntu machine, only what is missing:
-//   apt:  cmake, g++, emscripten, libxsimd-dev, nlohmann-json3-dev (build), catch2 and wabt (tests),
+//   apt:  cmake, g++, emscripten, libxsimd-dev, nlohmann-json3-dev, clang-19 (build: the relaxed-SIMD
+//         modules' kernels, CMakeLists.txt ATTNLENS_WASM_RELAXED), catch2 and wabt (tests),
 //         chromium (browser tests)
 //   npm:  the devDependencies (playwright-core drives the system chromium; no browser download)
 //   fuzz: clang-14, libclang-rt-14-dev (libFuzzer, ASan, UBSan for tests/fuzz)
@@ -25,6 +26,7 @@ const need = [
   ['libxsimd-dev', () => existsSync('/usr/include/xsimd/xsimd.hpp')],
   ['nlohmann-json3-dev', () => existsSync('/usr/include/nlohmann/json.hpp')],
   ['node-acorn', () => existsSync('/usr/share/nodejs/acorn')],
+  ['clang-19', () => has('clang++-19')],
 ];
 if (purpose === 'test' || purpose === 'fuzz') {
   // libFuzzer + ASan/UBSan runtimes for tests/fuzz (npm run fuzz; npm test's fuzz smoke run)

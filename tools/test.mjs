@@ -12,7 +12,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { buildDirs, buildNative, buildWasm, root } from './build.mjs';
+import { buildDirs, buildNative, buildWasm, moduleTargets, root } from './build.mjs';
 
 const args = process.argv.slice(2);
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
@@ -57,7 +57,7 @@ if (!only || only === 'cpp') {
   step('C++ tests (native)', () => ctest(buildDirs.native));
 }
 if (only !== 'fuzz') step('build wasm', () => buildWasm());
-if (only !== 'fuzz') step('build wasm (pthreads)', () => buildWasm(['attnlens_wasm', ...(!only || only === 'cpp' ? threadTests : [])], { threads: true }));
+if (only !== 'fuzz') step('build wasm (pthreads)', () => buildWasm([...moduleTargets, ...(!only || only === 'cpp' ? threadTests : [])], { threads: true }));
 if (!only || only === 'cpp') {
   step('C++ tests (wasm, under Node)', () => ctest(buildDirs.wasm));
   step('C++ thread tests (wasm pthreads, under Node)', () => ctest(buildDirs.wasmMt, '-R', `^(${threadTests.join('|')})$`));

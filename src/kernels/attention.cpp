@@ -40,7 +40,7 @@ void attention_scores(const float* q, const float* k, size_t stride, int head_di
       for (int r = 0; r < W; ++r) acc[r] = Vec(0.f);
       for (int d = 0; d < head_dim; d += W) {
         const Vec qv = load(q + d);
-        for (int r = 0; r < W; ++r) acc[r] += qv * load(kj + size_t(r) * stride + d);
+        for (int r = 0; r < W; ++r) acc[r] = simd::madd(qv, load(kj + size_t(r) * stride + d), acc[r]);
       }
       store(scores + j, reduce_lanes(acc) * vs);
     }
@@ -59,7 +59,7 @@ void weigh_block(const float* p, const float* v, size_t stride, int count, int d
     if (p[j] == 0.f) continue;  // masked keys: their values are never read
     const Vec pj(p[j]);
     const float* vj = v + size_t(j) * stride + d0;
-    for (int c = 0; c < NV; ++c) acc[c] += pj * load(vj + c * W);
+    for (int c = 0; c < NV; ++c) acc[c] = simd::madd(pj, load(vj + c * W), acc[c]);
   }
   for (int c = 0; c < NV; ++c) store(o + d0 + c * W, acc[c]);
 }

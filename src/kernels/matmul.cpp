@@ -32,10 +32,10 @@ void dot4(const float* w0, size_t stride, const float* x, int k, float* out) {
   int i = 0;
   for (; i + W <= k; i += W) {
     const Vec xv = load(x + i);
-    a0 += load(w0 + i) * xv;
-    a1 += load(w1 + i) * xv;
-    a2 += load(w2 + i) * xv;
-    a3 += load(w3 + i) * xv;
+    a0 = simd::madd(load(w0 + i), xv, a0);
+    a1 = simd::madd(load(w1 + i), xv, a1);
+    a2 = simd::madd(load(w2 + i), xv, a2);
+    a3 = simd::madd(load(w3 + i), xv, a3);
   }
   float s[4] = {simd::sum(a0), simd::sum(a1), simd::sum(a2), simd::sum(a3)};
   for (; i < k; ++i) {
@@ -82,10 +82,7 @@ void dot4_half(DType t, const uint8_t* w0, size_t stride, const float* x, int k,
     for (int r = 0; r < 4; ++r) half::widen_row(t, w0 + r * stride + 2 * size_t(c0), buf[r], len);
     for (int i = 0; i < len; i += W) {
       const Vec xv = load(x + c0 + i);
-      a[0] += load(buf[0] + i) * xv;
-      a[1] += load(buf[1] + i) * xv;
-      a[2] += load(buf[2] + i) * xv;
-      a[3] += load(buf[3] + i) * xv;
+      for (int r = 0; r < 4; ++r) a[r] = simd::madd(load(buf[r] + i), xv, a[r]);
     }
   }
   float s[4] = {simd::sum(a[0]), simd::sum(a[1]), simd::sum(a[2]), simd::sum(a[3])};
@@ -144,7 +141,7 @@ void tile(const float* xp, const float* wp, int kv, float* out) {
     for (int r = 0; r < MR; ++r) xv[r] = Vec::load_aligned(xp + r * W);
     for (int c = 0; c < NR; ++c) {
       const Vec wv = Vec::load_aligned(wp + c * W);
-      for (int r = 0; r < MR; ++r) acc[r][c] += xv[r] * wv;
+      for (int r = 0; r < MR; ++r) acc[r][c] = simd::madd(xv[r], wv, acc[r][c]);
     }
   }
   for (int r = 0; r < MR; ++r)

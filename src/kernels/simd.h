@@ -12,9 +12,37 @@ namespace attnlens::kernels::simd {
 using Vec = xsimd::batch<float>;  // 4 floats in wasm (SIMD128 via the SSE4.1 mapping), 8/16 natively
 constexpr int W = static_cast<int>(Vec::size);
 
+// The relaxed-SIMD variant of the wasm module (CMakeLists.txt, ATTNLENS_WASM_RELAXED) compiles src/kernels
+// with clang 19 and -mrelaxed-simd; every other build (native, the portable wasm builds) is unchanged.
+#if defined(ATTNLENS_RELAXED_SIMD) && !defined(__wasm_relaxed_simd__)
+#error "ATTNLENS_RELAXED_SIMD needs a compiler with -mrelaxed-simd (clang >= 16)"
+#endif
+
 inline Vec load(const float* p) { return Vec::load_unaligned(p); }
 inline void store(float* p, const Vec& v) { v.store_unaligned(p); }
 inline float sum(const Vec& v) { return xsimd::hadd(v); }
+
+// acc + a·b, the step of every f32 dot product and weighted sum (matmul, matvec, attention, dot). In
+// the relaxed-SIMD variant one f32x4.relaxed_madd: fused (one rounding) where the machine has FMA,
+// else a multiply then an add — so that variant's results differ from the others by float rounding
+// only. Everywhere else a multiply then an add, as the portable wasm builds always computed it.
+inline Vec madd(const Vec& a, const Vec& b, const Vec& acc) {
+#if defined(ATTNLENS_RELAXED_SIMD)
+  return Vec(static_cast<__m128>(wasm_f32x4_relaxed_madd(static_cast<v128_t>(static_cast<__m128>(a)),
+                                                         static_cast<v128_t>(static_cast<__m128>(b)),
+                                                         static_cast<v128_t>(static_cast<__m128>(acc)))));
+#else
+  return acc + a * b;
+#endif
+}
+
+// Which variant this code was compiled as (kernels::simd_arch_name).
+constexpr bool kRelaxed =
+#if defined(ATTNLENS_RELAXED_SIMD)
+    true;
+#else
+    false;
+#endif
 
 inline float max_lanes(const Vec& v) {
   alignas(64) float t[W];

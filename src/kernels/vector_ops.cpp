@@ -15,7 +15,9 @@ using simd::store;
 using simd::Vec;
 using simd::W;
 
-const char* simd_arch_name() noexcept { return xsimd::default_arch::name(); }
+// "sse4.1" in the portable wasm builds (xsimd through the SSE→SIMD128 mapping), "sse4.1+relaxed" in the
+// relaxed-SIMD variant (simd::madd), the native arch's name natively.
+const char* simd_arch_name() noexcept { return simd::kRelaxed ? "sse4.1+relaxed" : xsimd::default_arch::name(); }
 int simd_width() noexcept { return W; }
 
 float dot(const float* a, const float* b, int n) noexcept {
@@ -23,12 +25,12 @@ float dot(const float* a, const float* b, int n) noexcept {
   Vec s0(0.f), s1(0.f), s2(0.f), s3(0.f);
   int i = 0;
   for (; i + 4 * W <= n; i += 4 * W) {
-    s0 += load(a + i) * load(b + i);
-    s1 += load(a + i + W) * load(b + i + W);
-    s2 += load(a + i + 2 * W) * load(b + i + 2 * W);
-    s3 += load(a + i + 3 * W) * load(b + i + 3 * W);
+    s0 = simd::madd(load(a + i), load(b + i), s0);
+    s1 = simd::madd(load(a + i + W), load(b + i + W), s1);
+    s2 = simd::madd(load(a + i + 2 * W), load(b + i + 2 * W), s2);
+    s3 = simd::madd(load(a + i + 3 * W), load(b + i + 3 * W), s3);
   }
-  for (; i + W <= n; i += W) s0 += load(a + i) * load(b + i);
+  for (; i + W <= n; i += W) s0 = simd::madd(load(a + i), load(b + i), s0);
   float s = simd::sum((s0 + s1) + (s2 + s3));
   for (; i < n; ++i) s += a[i] * b[i];
   return s;

@@ -38,7 +38,9 @@ after(() => {
 test('the tarball holds the package and nothing else', { skip: missing }, () => {
   const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n').map((f) => f.replace(/^package\//, ''));
   for (const f of ['package.json', 'dist/wasm/attnlens.mjs', 'dist/wasm/attnlens.wasm', 'dist/wasm/attnlens-mt.mjs',
-    'dist/wasm/attnlens-mt.wasm', 'dist/wasm/attnlens-mt.worker.js', 'dist/wasm/package.json', 'web/src/index.mjs', 'web/src/index.d.ts',
+    'dist/wasm/attnlens-mt.wasm', 'dist/wasm/attnlens-mt.worker.js', 'dist/wasm/attnlens-relaxed.mjs', 'dist/wasm/attnlens-relaxed.wasm',
+    'dist/wasm/attnlens-mt-relaxed.mjs', 'dist/wasm/attnlens-mt-relaxed.wasm', 'dist/wasm/attnlens-mt-relaxed.worker.js',
+    'dist/wasm/package.json', 'web/src/index.mjs', 'web/src/index.d.ts',
     'web/src/worker.mjs', 'web/src/worker-client.mjs']) assert.ok(files.includes(f), `${f} missing`);
   assert.ok(!files.some((f) => /^(tests|src|bindings|build|models)\//.test(f)), files.join(', '));
   // node_modules/ holds the bundled dependency only (package.json "bundleDependencies"), which

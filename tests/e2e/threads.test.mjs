@@ -138,10 +138,13 @@ test('cross-origin isolated page: the pthreads build, 2 threads in the page and 
     assert.deepEqual(r.rows, mt.thread.rows);
   }
 
+  // Chromium runs relaxed SIMD: every build it loaded is the relaxed twin (tests/e2e/relaxed.test.mjs
+  // compares it with the portable one).
+  for (const e of [mt.engine, mt.worker.engine, st.engine, st.worker.engine]) assert.equal(e.relaxedSimd, true);
   // The pthread workers came from the package's folder (the glue is found by the same URL).
   const paths = servers[0].requests.map((q) => q.path);
-  assert.ok(paths.includes('/vendor/attnlens/dist/wasm/attnlens-mt.worker.js'), paths.join(' '));
-  assert.ok(paths.includes('/vendor/attnlens/dist/wasm/attnlens-mt.wasm'));
+  assert.ok(paths.includes('/vendor/attnlens/dist/wasm/attnlens-mt-relaxed.worker.js'), paths.join(' '));
+  assert.ok(paths.includes('/vendor/attnlens/dist/wasm/attnlens-mt-relaxed.wasm'));
   assert.ok(!servers[1].requests.some((q) => q.path.includes('attnlens-mt')), 'the plain page fetched the threads build');
 
   await new Promise((r) => setTimeout(r, 500));  // CSP reports arrive asynchronously

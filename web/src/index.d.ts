@@ -75,6 +75,15 @@ export interface LoadOptions {
    */
   threads?: number;
   /**
+   * Which SIMD build the engine of this thread (or of the model's worker) runs: "auto" (default) the
+   * relaxed-SIMD one where the JavaScript engine runs relaxed SIMD (Chrome 114+, Node 21+: f32
+   * multiply-adds fused where the machine has FMA, so results differ from the portable build's by
+   * float rounding and may differ between machines), else the portable one; "portable": the same
+   * bits on every machine; "relaxed": refused where it cannot run. The first load of a thread
+   * decides for its engine; a later load that asks for the other one is refused.
+   */
+  simd?: 'auto' | 'relaxed' | 'portable';
+  /**
    * Run the model in a Web Worker (Node: worker_threads): true to let AttnLens create it, or a
    * Worker you created on "attnlens/worker" (you terminate it). Buffers given as the source are
    * transferred to the worker (detached here).
@@ -82,7 +91,7 @@ export interface LoadOptions {
   worker?: boolean | WorkerLike;
 }
 
-export interface LoadTokenizerOptions extends Omit<LoadOptions, 'worker' | 'quantize' | 'contextLength' | 'kvCache' | 'threads'> {
+export interface LoadTokenizerOptions extends Omit<LoadOptions, 'worker' | 'quantize' | 'contextLength' | 'kvCache' | 'threads' | 'simd'> {
   /** llama2.c tokenizer.bin: the vocabulary size, if the file has extra records. */
   vocabSize?: number;
 }
@@ -120,10 +129,12 @@ export function loadModel(source: ModelSource, options?: LoadOptions): Promise<M
 export function loadTokenizer(source: ModelSource, options?: LoadTokenizerOptions): Promise<Tokenizer>;
 
 export interface EngineInfo {
-  /** The SIMD instruction set the kernels were compiled for (e.g. "sse4.1", WebAssembly SIMD128). */
+  /** The SIMD instruction set the kernels were compiled for ("sse4.1": WebAssembly SIMD128; "sse4.1+relaxed"). */
   simd: string;
   /** Which WebAssembly build runs: "threads" (pthreads, shared memory) or "single". */
   build: 'threads' | 'single';
+  /** Whether that build is the relaxed-SIMD one (LoadOptions.simd). */
+  relaxedSimd: boolean;
   /** Threads the engine has started (1 + its pthreads); engineInfo() resolves once those being started run. */
   threads: number;
   /** Bytes the engine has allocated in the wasm heap. */

@@ -40,6 +40,8 @@ function checkLoadOptions(o) {
     throw new RangeError(`loadModel: contextLength must be a positive integer, got ${o.contextLength}`);
   if (o.threads !== undefined && !(Number.isInteger(o.threads) && o.threads >= 1 && o.threads <= 16))
     throw new RangeError(`loadModel: threads must be an integer from 1 to 16, got ${o.threads}`);
+  if (o.simd !== undefined && !['auto', 'relaxed', 'portable'].includes(o.simd))
+    throw new RangeError(`loadModel: simd must be "auto", "relaxed" or "portable", got ${JSON.stringify(o.simd)}`);
   if (o.signal !== undefined && !(o.signal && typeof o.signal === 'object' && 'aborted' in o.signal))
     throw new TypeError('loadModel: signal must be an AbortSignal');
 }
@@ -51,7 +53,9 @@ function checkLoadOptions(o) {
  * f32/f16/bf16 weight matrices at load), contextLength (KV cache size; default the model's), kvCache
  * ("f32" or "q8_0": how the KV cache stores keys and values; q8_0 is a quarter of the bytes), threads (how many threads the engine
  * splits its work over; default the physical cores, at most 4; only where shared memory is allowed —
- * Node, cross-origin isolated pages — elsewhere 1; model.info.threads says what it got), worker (true: run it in a Web Worker /
+ * Node, cross-origin isolated pages — elsewhere 1; model.info.threads says what it got), simd ("auto": the
+ * relaxed-SIMD build where the JavaScript engine runs it, else the portable one; "portable": results
+ * the same on every machine; "relaxed"; the first load of a thread decides for its engine), worker (true: run it in a Web Worker /
  * worker_threads, every method then runs off this thread; or a Worker you created on
  * attnlens/worker, for bundlers that want to see the worker's URL).
  */
@@ -79,6 +83,6 @@ export async function loadTokenizer(source, options = {}) {
 
 /**
  * Engine facts: the SIMD instruction set the kernels were compiled for, which build runs ("threads"
- * or "single") and how many threads it has started, wasm memory in use.
+ * or "single"), whether it is the relaxed-SIMD one, how many threads it has started, wasm memory in use.
  */
 export { engineInfo } from './wasm.mjs';

@@ -812,7 +812,7 @@ function topOfStep(t, labels) {
  */
 export async function loadModelHere(source, options = {}) {
   const wanted = options.threads ?? await defaultThreads();
-  const engine = getModule();
+  const engine = getModule({ simd: options.simd });
   // The threads' Workers start loading as soon as the module is there (this callback runs before
   // the awaits below resume); the model is built meanwhile (Model.fromSet).
   const threads = { wanted, starting: engine.then((m) => reserveThreads(m, wanted)) };

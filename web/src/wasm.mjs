@@ -3,9 +3,13 @@
 //   attnlens.mjs + .wasm                          single thread: runs everywhere
 //   attnlens-mt.mjs + .wasm + .worker.js          pthreads (SharedArrayBuffer): the engine splits its
 //                                                 work over threads (core/parallel.h)
+// and each again with relaxed SIMD (attnlens-relaxed.*, attnlens-mt-relaxed.*: the kernels' f32
+// multiply-adds as f32x4.relaxed_madd, fused where the machine has FMA; CMakeLists.txt).
 // The threads build is picked when shared memory is allowed: in Node, and in pages that are
 // cross-origin isolated (served with `Cross-Origin-Opener-Policy: same-origin` and
 // `Cross-Origin-Embedder-Policy: require-corp`, see README.md); otherwise the single-thread one.
+// The relaxed twin is picked where the JavaScript engine runs relaxed SIMD (a probe: Chrome 114+,
+// Node 21+), unless loadModel's `simd: 'portable'` (or ATTNLENS_SIMD=portable in Node) says otherwise.
 // The files are found relative to this file's URL, so the package works from any page URL, under a
 // bundler that understands `new URL(…, import.meta.url)` (Vite, webpack 5, Rollup), and in Node.
 
@@ -28,6 +32,15 @@ const builds = {
     // data: URL, which a Worker cannot run under a strict CSP (nor import the glue from).
     worker: new URL('../../dist/wasm/attnlens-mt.worker.js?no-inline', import.meta.url),
   },
+  'single-relaxed': {
+    glue: new URL('../../dist/wasm/attnlens-relaxed.mjs', import.meta.url),
+    wasm: new URL('../../dist/wasm/attnlens-relaxed.wasm', import.meta.url),
+  },
+  'threads-relaxed': {
+    glue: new URL('../../dist/wasm/attnlens-mt-relaxed.mjs', import.meta.url),
+    wasm: new URL('../../dist/wasm/attnlens-mt-relaxed.wasm', import.meta.url),
+    worker: new URL('../../dist/wasm/attnlens-mt-relaxed.worker.js?no-inline', import.meta.url),
+  },
 };
 
 /**
@@ -39,6 +52,42 @@ export function wasmBuild() {
   if (forced === 'single' || forced === 'threads') return forced;
   if (typeof SharedArrayBuffer !== 'function' || typeof Atomics !== 'object') return 'single';
   return isNode || globalThis.crossOriginIsolated === true ? 'threads' : 'single';
+}
+
+// (func (param f32 f32 f32) (result f32) lane 0 of f32x4.relaxed_madd of the three splatted), as
+// wat2wasm --enable-relaxed-simd writes it: the one relaxed instruction the relaxed build uses.
+const RELAXED_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 8, 1, 96, 3, 125, 125, 125, 1, 125, 3, 2, 1, 0, 7, 5, 1, 1, 102, 0, 0, 10, 22, 1,
+  20, 0, 32, 0, 253, 19, 32, 1, 253, 19, 32, 2, 253, 19, 253, 133, 2, 253, 31, 0, 11]);
+let relaxedWorks;
+
+/**
+ * True when this JavaScript engine compiles relaxed SIMD and computes it as the relaxed build needs:
+ * run, not only validated (Node 20 behind --experimental-wasm-relaxed-simd validates every relaxed
+ * opcode but computes its int8 dot product wrong, bench/README.md).
+ */
+export function relaxedSimdWorks() {
+  if (relaxedWorks === undefined) {
+    try {
+      const { exports } = new WebAssembly.Instance(new WebAssembly.Module(RELAXED_PROBE));
+      relaxedWorks = exports.f(2, 3, 1) === 7 && exports.f(-1.5, 4, 0.25) === -5.75;
+    } catch {
+      relaxedWorks = false;
+    }
+  }
+  return relaxedWorks;
+}
+
+const SIMD_CHOICES = ['auto', 'relaxed', 'portable'];
+
+// "relaxed" or "portable" for `wanted` ("auto": relaxed where it works); in Node ATTNLENS_SIMD overrides.
+function simdVariant(wanted) {
+  const forced = isNode ? process.env.ATTNLENS_SIMD : undefined;
+  const w = SIMD_CHOICES.includes(forced) ? forced : wanted;
+  if (w === 'portable') return 'portable';
+  if (w === 'relaxed' && !relaxedSimdWorks())
+    throw new Error('simd: "relaxed" was asked for, but this JavaScript engine does not run WebAssembly relaxed SIMD (Chrome 114+, Node 21+ do); use "auto" or "portable"');
+  return relaxedSimdWorks() ? 'relaxed' : 'portable';
 }
 
 let modulePromise = null;  // the live instance (a new one is made after a trap)
@@ -188,19 +237,33 @@ function guardCalls(m) {
   return m;
 }
 
-/** The Emscripten module (one live instance; after a trap, a fresh one). */
-export function getModule() {
+let realmVariant = null;  // "relaxed" | "portable": chosen by the realm's first instance, kept after a trap
+
+/**
+ * The Emscripten module (one live instance; after a trap, a fresh one of the same build). `simd`:
+ * "auto" (default), "relaxed" or "portable"; the realm's first call decides, and a later call that
+ * asks for the other variant is refused (a model in a Worker has its own).
+ */
+export function getModule({ simd = 'auto' } = {}) {
+  if (!SIMD_CHOICES.includes(simd)) throw new RangeError(`simd must be "auto", "relaxed" or "portable", got ${JSON.stringify(simd)}`);
+  if (realmVariant && simd !== 'auto' && simd !== realmVariant) {
+    throw new Error(`simd: "${simd}" was asked for, but this thread's engine already runs the ${realmVariant} build ` +
+      '(the first load of a thread decides; loadModel(…, { worker: true }) gives a model its own engine)');
+  }
   if (!modulePromise) {
+    const variant = realmVariant ?? simdVariant(simd);
+    realmVariant = variant;
     const promise = (async () => {
       const build = wasmBuild();
-      const files = builds[build];
+      const key = variant === 'relaxed' ? `${build}-relaxed` : build;
+      const files = builds[key];
       const { default: create } = await import(/* @vite-ignore */ /* webpackIgnore: true */ files.glue.href);
       let fail;
       const failed = new Promise((_, reject) => { fail = reject; });
       const options = {
         instantiateWasm(imports, receive) {
-          instantiate(build, imports).then(({ instance, module: wasm }) => {
-            compiled[build] = wasm;
+          instantiate(key, imports).then(({ instance, module: wasm }) => {
+            compiled[key] = wasm;
             receive(instance, wasm);
           }, fail);
           return {};
@@ -225,6 +288,7 @@ export function getModule() {
       const m = guardCalls(await Promise.race([module, failed]));
       m[STATE].promise = promise;
       m.attnlensBuild = build;
+      m.attnlensRelaxed = variant === 'relaxed';
       return m;
     })();
     modulePromise = promise;
@@ -241,7 +305,7 @@ export function getModule() {
 export async function engineInfo() {
   const m = await getModule();
   await growing;
-  return { simd: m.simdArch(), build: m.attnlensBuild, threads: m.reserveThreads(1), ...m.memoryStats() };
+  return { simd: m.simdArch(), build: m.attnlensBuild, relaxedSimd: m.attnlensRelaxed, threads: m.reserveThreads(1), ...m.memoryStats() };
 }
 
 // ---- threads ------------------------------------------------------------------------------------

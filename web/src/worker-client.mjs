@@ -506,7 +506,7 @@ export async function loadModelInWorker(source, options = {}) {
     }
     const prepared = prepareSource(source);
     const sent = { progress: typeof onProgress === 'function' };
-    for (const key of ['cache', 'quantize', 'contextLength', 'kvCache', 'threads']) if (options[key] !== undefined) sent[key] = options[key];
+    for (const key of ['cache', 'quantize', 'contextLength', 'kvCache', 'threads', 'simd']) if (options[key] !== undefined) sent[key] = options[key];
     const { id, promise } = channel.request(
       { op: 'load', source: prepared.source, options: sent },
       { transfer: prepared.transfer, onEvent: (m) => { if (m.type === 'progress' && !signal?.aborted) onProgress?.(m.value); } },  // none after an abort
