@@ -5,12 +5,13 @@
 // quantized GGUF files (bench/quant.mjs: q4_0 and Q4_K_M beside our q8_0/f32, llama.cpp native and its
 // wasm build wllama, one thread; skipped, saying so, without the llama.cpp peers), what attention
 // costs (bench/attention.mjs: capture, long context), what the interpretability toolkit costs
-// (bench/interp.mjs), the time to first token in headless Chromium (bench/browser.mjs) and the
-// tokenizers beside transformers.js' (bench/tokenizers.mjs).
+// (bench/interp.mjs), the time to first token in headless Chromium (bench/browser.mjs), the
+// tokenizers beside transformers.js' (bench/tokenizers.mjs) and the relaxed-SIMD builds beside the
+// portable ones (bench/relaxed.mjs, in Node and Chromium).
 // Not a test: nothing here fails on a slow figure; the tables say PASS/MISS per target.
 //
 //   npm run bench [-- OPTIONS]
-//     --only kernels|models|quant|attention|interp|browser|tokenizers   run one of them
+//     --only kernels|models|quant|attention|interp|browser|tokenizers|relaxed   run one of them
 //     --quick, --no-build     passed to both (fewer repetitions / use the binaries already built)
 //     every other option goes to bench/models.mjs (see `node bench/models.mjs --help`)
 import { spawnSync } from 'node:child_process';
@@ -27,8 +28,8 @@ for (let i = 0; i < argv.length; i++) {
   else if (argv[i].startsWith('--only=')) only = argv[i].slice(7);
   else rest.push(argv[i]);
 }
-if (only && !['kernels', 'models', 'quant', 'attention', 'interp', 'browser', 'tokenizers'].includes(only)) {
-  console.error(`bench: --only takes "kernels", "models", "quant", "attention", "interp", "browser" or "tokenizers", got ${JSON.stringify(only)}`);
+if (only && !['kernels', 'models', 'quant', 'attention', 'interp', 'browser', 'tokenizers', 'relaxed'].includes(only)) {
+  console.error(`bench: --only takes "kernels", "models", "quant", "attention", "interp", "browser", "tokenizers" or "relaxed", got ${JSON.stringify(only)}`);
   process.exit(2);
 }
 // passed to both scripts (each also takes its own options; everything else goes to models.mjs)
@@ -58,4 +59,5 @@ if (!only || only === 'attention') status |= run('attention.mjs', shared);
 if (!only || only === 'interp') status |= run('interp.mjs', shared);
 if (!only || only === 'browser') status |= run('browser.mjs', []);
 if (!only || only === 'tokenizers') status |= run('tokenizers.mjs', shared);
+if (!only || only === 'relaxed') status |= run('relaxed.mjs', shared.filter((a) => a === '--quick'));
 process.exit(status);
