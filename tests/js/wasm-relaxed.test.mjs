@@ -160,3 +160,9 @@ test('simd: "relaxed" where the engine cannot run it is refused with the reason'
   const r = child([], { WANT_SIMD: 'relaxed' });
   assert.match(r.error, /simd: "relaxed" was asked for, but this JavaScript engine does not run WebAssembly relaxed SIMD/);
 });
+
+test('loadModel(…, { simd }) takes "auto", "relaxed" or "portable", by name', { skip: noKjv }, async () => {
+  const { loadModel } = await import(join(root, 'web/src/index.mjs'));
+  for (const simd of ['fast', '', 1, null])
+    await assert.rejects(loadModel(kjv.dir, { simd }), (e) => e instanceof RangeError && /simd must be "auto", "relaxed" or "portable"/.test(e.message));
+});
