@@ -4,6 +4,8 @@
 #   bench_kernels         bench/kernels/bench_kernels.cpp linked with attnlens_kernels only (not the
 #                         runtime), so it builds while the upper layers are mid-edit. Native: -march=native
 #                         xsimd; wasm: SIMD128 (xsimd's sse4.1 arch mapped by emscripten).
+#   bench_kernels_relaxed (wasm with ATTNLENS_WASM_RELAXED) the same source on the relaxed-SIMD kernels
+#                         (CMakeLists.txt), run by Node with --experimental-wasm-relaxed-simd.
 #   bench_kernels_scalar  (wasm only) the same source with ATTNLENS_BENCH_SCALAR, compiled with the scalar
 #                         references and core WITHOUT -msimd128: "wasm scalar" is code that cannot use
 #                         SIMD, so the SIMD/scalar ratio is not flattered or hidden by auto-vectorisation.
@@ -34,6 +36,15 @@ if(ATTNLENS_BENCH AND TARGET attnlens_kernels)
   target_link_libraries(bench_kernels PRIVATE attnlens_kernels)
   if(EMSCRIPTEN)
     target_link_options(bench_kernels PRIVATE ${_kbench_link})
+  endif()
+
+  if(EMSCRIPTEN AND TARGET attnlens_kernels_relaxed)
+    add_executable(bench_kernels_relaxed ${_kbench_src} $<TARGET_OBJECTS:attnlens_kernels_relaxed>)
+    target_link_libraries(bench_kernels_relaxed PRIVATE attnlens_kernels)
+    target_link_options(bench_kernels_relaxed PRIVATE ${_kbench_link})
+    add_custom_command(TARGET bench_kernels_relaxed POST_BUILD
+      COMMAND ${ATTNLENS_NODE_EXE} ${CMAKE_SOURCE_DIR}/tools/wasm-relaxed.mjs --to standard $<TARGET_FILE_DIR:bench_kernels_relaxed>/bench_kernels_relaxed.wasm
+      VERBATIM)
   endif()
 
   if(EMSCRIPTEN)

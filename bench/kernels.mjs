@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Kernel benchmark in one run: builds what is missing, runs bench_kernels natively (xsimd,
-// -march=native, plus its scalar references), in wasm under this Node (SIMD128) and the scalar
-// references compiled to wasm without SIMD (bench_kernels_scalar), then prints GFLOP/s, GB/s of
-// weights streamed, the SIMD/scalar and wasm/native ratios and the acceptance targets.
+// -march=native, plus its scalar references), in wasm under this Node (SIMD128), the same on the
+// relaxed-SIMD kernels (bench_kernels_relaxed, Node with --experimental-wasm-relaxed-simd) and the
+// scalar references compiled to wasm without SIMD (bench_kernels_scalar), then prints GFLOP/s, GB/s of
+// weights streamed, the relaxed/SIMD, SIMD/scalar and wasm/native ratios and the acceptance targets.
 //
 //   node bench/kernels.mjs [--runs N] [--quick] [--filter SUBSTR] [--json FILE] [--simd-ref] [--no-build] [--cpu-time]
 //
@@ -66,8 +67,8 @@ function build() {
   sh('cmake', ['--build', dirs.native, '-j', jobs, '--target', 'bench_kernels']);
   if (!existsSync(join(dirs.wasm, 'CMakeCache.txt')))
     sh('emcmake', ['cmake', '-S', root, '-B', dirs.wasm, '-DCMAKE_BUILD_TYPE=Release',
-      '-DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node;--no-experimental-fetch', ...configureArgs()]);
-  sh('cmake', ['--build', dirs.wasm, '-j', jobs, '--target', 'bench_kernels', '--target', 'bench_kernels_scalar']);
+      '-DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node;--no-experimental-fetch', '-DATTNLENS_WASM_RELAXED=ON', ...configureArgs()]);
+  sh('cmake', ['--build', dirs.wasm, '-j', jobs, '--target', 'bench_kernels', '--target', 'bench_kernels_scalar', '--target', 'bench_kernels_relaxed']);
   // The repository's package.json says "type": "module"; emscripten's .js output is CommonJS.
   const pj = join(dirs.wasm, 'package.json');
   if (!existsSync(pj)) writeFileSync(pj, '{"type":"commonjs"}\n');
@@ -79,16 +80,26 @@ const binaries = [
   { label: 'native', cmd: join(dirs.native, 'bench_kernels'), argv: ['--ref', ...common] },
   { label: 'wasm', cmd: process.execPath, argv: ['--no-experimental-fetch', join(dirs.wasm, 'bench_kernels.js'), ...(simdRef ? ['--ref'] : []), ...common] },
   { label: 'wasm-scalar', cmd: process.execPath, argv: ['--no-experimental-fetch', join(dirs.wasm, 'bench_kernels_scalar.js'), ...common] },
+  // Its lines say platform "wasm": renamed "wasm-relaxed" below.
+  // (skipped where it was not built: a build folder configured without ATTNLENS_WASM_RELAXED)
+  { label: 'wasm-relaxed', cmd: process.execPath, argv: ['--no-experimental-fetch', '--experimental-wasm-relaxed-simd', join(dirs.wasm, 'bench_kernels_relaxed.js'), ...common],
+    optional: join(dirs.wasm, 'bench_kernels_relaxed.js') },
 ];
 
 function runAll() {
   const lines = [];
   for (let r = 0; r < runs; ++r) {
     for (const b of binaries) {
+      if (b.optional && !existsSync(b.optional)) continue;
       console.error(`[bench:kernels] run ${r + 1}/${runs}: ${b.label}`);
       const res = spawnSync(b.cmd, b.argv, { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20 });
       if (res.status !== 0) throw new Error(`${b.label} failed (${res.status}): ${res.stderr}`);
-      for (const l of res.stdout.split('\n')) if (l.startsWith('{')) lines.push({ run: r, ...JSON.parse(l) });
+      for (const l of res.stdout.split('\n')) {
+        if (!l.startsWith('{')) continue;
+        const line = { run: r, ...JSON.parse(l) };
+        if (b.label === 'wasm-relaxed') line.platform = 'wasm-relaxed';
+        lines.push(line);
+      }
     }
   }
   return lines;
@@ -126,12 +137,13 @@ const padl = (s, n) => String(s).padStart(n);
 
 function printTable(cases) {
   const w = runs > 1 ? 17 : 8;
-  const head = ['case', 'wasm SIMD GF/s', 'GB/s', 'wasm scalar GF/s', 'native GF/s', 'native scalar', 'SIMD/scalar', 'wasm/native'];
-  const widths = [30, w + 6, w, w + 8, w + 3, w + 5, 11, 11];
+  const head = ['case', 'wasm SIMD GF/s', 'GB/s', 'relaxed GF/s', 'wasm scalar GF/s', 'native GF/s', 'native scalar', 'relaxed/SIMD', 'SIMD/scalar', 'wasm/native'];
+  const widths = [30, w + 6, w, w + 4, w + 8, w + 3, w + 5, 12, 11, 11];
   console.log(head.map((h, i) => (i ? padl(h, widths[i]) : pad(h, widths[i]))).join(' '));
+  const ratio2 = (a, b) => (a && b ? (a.med / b.med).toFixed(2) + 'x' : '-');
   for (const [key, c] of cases) {
-    const ws = c.g['wasm simd'], wsc = c.g['wasm-scalar ref'], ns = c.g['native simd'], nr = c.g['native ref'];
-    const row = [key, fmt(ws), fmt(c.b['wasm simd']), fmt(wsc), fmt(ns), fmt(nr), ratio(ws, wsc), ratio(ws, ns)];
+    const ws = c.g['wasm simd'], wr = c.g['wasm-relaxed simd'], wsc = c.g['wasm-scalar ref'], ns = c.g['native simd'], nr = c.g['native ref'];
+    const row = [key, fmt(ws), fmt(c.b['wasm simd']), fmt(wr), fmt(wsc), fmt(ns), fmt(nr), ratio2(wr, ws), ratio(ws, wsc), ratio(ws, ns)];
     console.log(row.map((v, i) => (i ? padl(v, widths[i]) : pad(v, widths[i]))).join(' '));
     if (c.g['wasm ref']) console.log(pad(`  (wasm SIMD build, scalar ref: ${fmt(c.g['wasm ref'])} GF/s)`, 60));
     // act cases: G elements/s; "xsimd" = the formula with xsimd's own tanh / erf / exp (bench_kernels.cpp)

@@ -5,13 +5,13 @@
 // the portable build); the relaxed build's logits and attention are within float rounding of them,
 // and its greedy tokens the same.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
 import { kjv, noKjv, root, web } from '../js/fixtures/models.mjs';
-import { serve, unexpectedConsoleErrors } from '../js/fixtures/server.mjs';
+import { packageRoutes, serve, unexpectedConsoleErrors, writeAppPage } from '../js/fixtures/server.mjs';
 
 const missing = (await chromiumMissing()) || noKjv;
 if (missing) console.log(`SKIPPED: ${missing}`);
@@ -52,18 +52,8 @@ let dir;
 before(async () => {
   if (missing) return;
   dir = mkdtempSync(join(tmpdir(), 'attnlens-relaxed-'));
-  writeFileSync(join(dir, 'index.html'), `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="/favicon.ico">
-<script type="module" src="./boot.mjs"></script></head><body></body></html>`);
-  writeFileSync(join(dir, 'boot.mjs'), "import('./app.mjs').catch((e) => { window.__result = { error: String(e && e.stack || e) }; });\n");
-  writeFileSync(join(dir, 'app.mjs'), APP);
-  server = await serve({
-    '/favicon.ico': (req, res) => { res.statusCode = 204; res.end(); return true; },
-    '/app/': dir,
-    '/vendor/attnlens/web/src/': join(root, 'web/src'),
-    '/vendor/attnlens/dist/wasm/': join(root, 'dist/wasm'),
-    '/vendor/attnlens/node_modules/@huggingface/jinja/': join(root, 'node_modules/@huggingface/jinja'),
-    '/models/kjv-gpt2/': kjv.dir,
-  }, { headers: { 'Cache-Control': 'no-store', 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } });
+  writeAppPage(dir, APP);
+  server = await serve({ ...packageRoutes(dir, root), '/models/kjv-gpt2/': kjv.dir }, { headers: { 'Cache-Control': 'no-store', 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } });
   browser = await launch();
 });
 

@@ -5,13 +5,13 @@
 // single-thread build (threads requested, 1 given). All three compute the same bits (logits,
 // attention rows, tokens), and no CSP violation or error happens.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
 import { kjv, noKjv, root } from '../js/fixtures/models.mjs';
-import { serve, unexpectedConsoleErrors } from '../js/fixtures/server.mjs';
+import { packageRoutes, serve, unexpectedConsoleErrors, writeAppPage } from '../js/fixtures/server.mjs';
 
 const missing = (await chromiumMissing()) || noKjv;
 if (missing) console.log(`SKIPPED: ${missing}`);
@@ -69,12 +69,7 @@ async function start(headers) {
       req.on('end', () => { reports.push(body); res.statusCode = 204; res.end(); });
       return true;
     },
-    '/favicon.ico': (req, res) => { res.statusCode = 204; res.end(); return true; },
-    '/app/': dir,
-    '/vendor/attnlens/web/src/': join(root, 'web/src'),
-    '/vendor/attnlens/dist/wasm/': join(root, 'dist/wasm'),
-    // the package's bundled @huggingface/jinja (web/src/chat.mjs imports it by relative path)
-    '/vendor/attnlens/node_modules/@huggingface/jinja/': join(root, 'node_modules/@huggingface/jinja'),
+    ...packageRoutes(dir, root),
     '/models/kjv-gpt2/': kjv.dir,
   }, { headers: { 'Content-Security-Policy': CSP, 'Cache-Control': 'no-store', ...headers } });
   servers.push(server);
@@ -94,11 +89,7 @@ async function run(server) {
 before(async () => {
   if (missing) return;
   dir = mkdtempSync(join(tmpdir(), 'attnlens-threads-'));
-  writeFileSync(join(dir, 'index.html'), `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="/favicon.ico">
-<script type="module" src="./boot.mjs"></script></head><body></body></html>`);
-  // A module that cannot load (a missing import) is reported as the result, not waited for.
-  writeFileSync(join(dir, 'boot.mjs'), "import('./app.mjs').catch((e) => { window.__result = { error: String(e && e.stack || e) }; });\n");
-  writeFileSync(join(dir, 'app.mjs'), APP);
+  writeAppPage(dir, APP);
   browser = await launch();
 });
 
