@@ -136,9 +136,10 @@ after(async () => {
 test('vite build (no config) of an app importing "attnlens": runs in Chromium under a strict CSP, in-thread and in a worker', { skip: missing, timeout: 240_000 }, async (t) => {
   const assets = readdirSync(join(dir, 'dist', 'assets'));
   t.diagnostic(`dist/assets: ${assets.join(', ')}`);
-  assert.equal(assets.filter((a) => a.endsWith('.wasm')).length, 2, 'a wasm asset per build (single thread, pthreads)');
+  assert.equal(assets.filter((a) => a.endsWith('.wasm')).length, 4, 'a wasm asset per build (single thread, pthreads, and their relaxed-SIMD twins)');
   assert.ok(assets.some((a) => /^worker-.*\.js$/.test(a)), 'a bundled worker');
   assert.ok(assets.some((a) => /^attnlens-mt\.worker-.*\.js$/.test(a)), 'the pthread worker script, as a file');
+  assert.ok(assets.some((a) => /^attnlens-mt-relaxed\.worker-.*\.js$/.test(a)), 'the relaxed twin\'s pthread worker script, as a file');
   const { page, logs } = browser;
   await page.goto(server.url('/index.html'));
   await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 90_000 });
@@ -164,7 +165,8 @@ test('vite build (no config) of an app importing "attnlens": runs in Chromium un
   assert.equal(m.workerThreads, 2);
   assert.equal(m.thread, r.thread);
   assert.equal(m.worker, r.worker);
-  assert.ok(isolated.requests.some((q) => /^\/assets\/attnlens-mt\.worker-.*\.js$/.test(q.path)), 'the pthread worker was fetched');
+  // Chromium runs relaxed SIMD: the relaxed twin's pthread worker (tests/e2e/relaxed.test.mjs).
+  assert.ok(isolated.requests.some((q) => /^\/assets\/attnlens-mt-relaxed\.worker-.*\.js$/.test(q.path)), 'the pthread worker was fetched');
 
   await page.waitForTimeout(300);
   assert.deepEqual(reports, [], reports.join('\n'));
