@@ -39,12 +39,10 @@ if(ATTNLENS_BENCH AND TARGET attnlens_kernels)
   endif()
 
   if(EMSCRIPTEN AND TARGET attnlens_kernels_relaxed)
-    add_executable(bench_kernels_relaxed ${_kbench_src} $<TARGET_OBJECTS:attnlens_kernels_relaxed>)
+    add_executable(bench_kernels_relaxed ${_kbench_src})
+    attnlens_on_relaxed_kernels(bench_kernels_relaxed $<TARGET_FILE_DIR:bench_kernels_relaxed>/bench_kernels_relaxed.wasm)
     target_link_libraries(bench_kernels_relaxed PRIVATE attnlens_kernels)
     target_link_options(bench_kernels_relaxed PRIVATE ${_kbench_link})
-    add_custom_command(TARGET bench_kernels_relaxed POST_BUILD
-      COMMAND ${ATTNLENS_NODE_EXE} ${CMAKE_SOURCE_DIR}/tools/wasm-relaxed.mjs --to standard $<TARGET_FILE_DIR:bench_kernels_relaxed>/bench_kernels_relaxed.wasm
-      VERBATIM)
   endif()
 
   if(EMSCRIPTEN)

@@ -9,6 +9,7 @@ import { Model, loadModelHere } from './model.mjs';
 import { EngineLostError } from './errors.mjs';
 import { checkSource, resolveSource, FetchError } from './sources.mjs';
 import { Tokenizer } from './tokenizer.mjs';
+import { SIMD_CHOICES } from './wasm.mjs';
 import { loadModelInWorker } from './worker-client.mjs';
 // The modules the ones above import, named here too: a page that imports this file without a
 // bundler then learns the whole graph in one round trip instead of one per level of imports
@@ -40,7 +41,7 @@ function checkLoadOptions(o) {
     throw new RangeError(`loadModel: contextLength must be a positive integer, got ${o.contextLength}`);
   if (o.threads !== undefined && !(Number.isInteger(o.threads) && o.threads >= 1 && o.threads <= 16))
     throw new RangeError(`loadModel: threads must be an integer from 1 to 16, got ${o.threads}`);
-  if (o.simd !== undefined && !['auto', 'relaxed', 'portable'].includes(o.simd))
+  if (o.simd !== undefined && !SIMD_CHOICES.includes(o.simd))
     throw new RangeError(`loadModel: simd must be "auto", "relaxed" or "portable", got ${JSON.stringify(o.simd)}`);
   if (o.signal !== undefined && !(o.signal && typeof o.signal === 'object' && 'aborted' in o.signal))
     throw new TypeError('loadModel: signal must be an AbortSignal');

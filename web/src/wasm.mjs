@@ -78,7 +78,8 @@ export function relaxedSimdWorks() {
   return relaxedWorks;
 }
 
-const SIMD_CHOICES = ['auto', 'relaxed', 'portable'];
+/** loadModel's `simd` values. */
+export const SIMD_CHOICES = ['auto', 'relaxed', 'portable'];
 
 // "relaxed" or "portable" for `wanted` ("auto": relaxed where it works); in Node ATTNLENS_SIMD overrides.
 function simdVariant(wanted) {
