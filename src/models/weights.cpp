@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "core/error.h"
 #include "core/limits.h"
@@ -199,9 +200,11 @@ void Weights::rearrange(const std::string& key, const TensorView& t, int64_t row
   if (own_file_bytes_) {
     // The file's bytes are this load's alone: the new layout is made in a buffer that lives for this
     // one tensor and written back, so the model keeps no second copy of the weight beside the file.
-    std::vector<uint8_t> tmp(bytes);
-    fill(tmp.data());
-    std::memcpy(const_cast<uint8_t*>(t.data), tmp.data(), bytes);
+    // (new[] without (): fill() writes every byte, so nothing is zeroed first — on a GPT-2 load the
+    // zeroing took as long as the transposes, bench/README.md)
+    const std::unique_ptr<uint8_t[]> tmp(new uint8_t[bytes]);
+    fill(tmp.get());
+    std::memcpy(const_cast<uint8_t*>(t.data), tmp.get(), bytes);
     prepare(key, t, t.data, t.dtype, rows, cols);
     rearranged_.insert(t.name);
     return;
