@@ -92,32 +92,44 @@ function simdVariant(wanted) {
 }
 
 let modulePromise = null;  // the live instance (a new one is made after a trap)
-const compiled = {};       // build → its compiled WebAssembly.Module, reused by every instance
+const compiled = {};       // build → the promise of its compiled WebAssembly.Module, reused by every instance
 
-// Compiles and instantiates the build's .wasm for the glue (its `instantiateWasm` hook): read from disk
-// in Node, else fetched from wasmUrl (compiled while it downloads when served as application/wasm).
-// Doing it here rather than through the glue's locateFile means the URL is used exactly as the
-// bundler rewrote it (hashed asset names included), and a failure says which URL and why. After a
-// trap, the next instance is made from the module compiled the first time: no second download.
+// The build's compiled .wasm, for the glue's `instantiateWasm` hook: read from disk in Node, else
+// fetched from its URL (compiled while it downloads when served as application/wasm). Asked for
+// before the glue is imported, so that the download and the glue's own (85 KB of script) go side by
+// side instead of one after the other. Doing it here rather than through the glue's locateFile means
+// the URL is used exactly as the bundler rewrote it (hashed asset names included), and a failure says
+// which URL and why. After a trap, the next instance is made from the module compiled the first
+// time: no second download. A failed compile is forgotten, so that a later load tries again.
+function compileBuild(build) {
+  if (!compiled[build]) {
+    const promise = (async () => {
+      const wasmUrl = builds[build].wasm;
+      if (isNode && wasmUrl.protocol === 'file:') {
+        const { readFile } = await nodeImport('node:fs/promises');
+        const { fileURLToPath } = await nodeImport('node:url');
+        return WebAssembly.compile(await readFile(fileURLToPath(wasmUrl)));
+      }
+      let response;
+      try {
+        response = await fetch(wasmUrl.href, { credentials: 'same-origin' });
+      } catch (e) {
+        throw new Error(`AttnLens could not download its WebAssembly module from ${wasmUrl.href}: ${e.message}`, { cause: e });
+      }
+      if (!response.ok) throw new FetchError(wasmUrl.href, response.status, response.statusText);
+      if (typeof WebAssembly.compileStreaming === 'function' && /^application\/wasm\b/.test(response.headers.get('content-type') ?? ''))
+        return WebAssembly.compileStreaming(response);
+      return WebAssembly.compile(await response.arrayBuffer());  // served with another type
+    })();
+    compiled[build] = promise;
+    promise.catch(() => { if (compiled[build] === promise) delete compiled[build]; });
+  }
+  return compiled[build];
+}
+
 async function instantiate(build, imports) {
-  const done = compiled[build];
-  if (done) return { instance: await WebAssembly.instantiate(done, imports), module: done };
-  const wasmUrl = builds[build].wasm;
-  if (isNode && wasmUrl.protocol === 'file:') {
-    const { readFile } = await nodeImport('node:fs/promises');
-    const { fileURLToPath } = await nodeImport('node:url');
-    return WebAssembly.instantiate(await readFile(fileURLToPath(wasmUrl)), imports);
-  }
-  let response;
-  try {
-    response = await fetch(wasmUrl.href, { credentials: 'same-origin' });
-  } catch (e) {
-    throw new Error(`AttnLens could not download its WebAssembly module from ${wasmUrl.href}: ${e.message}`, { cause: e });
-  }
-  if (!response.ok) throw new FetchError(wasmUrl.href, response.status, response.statusText);
-  if (typeof WebAssembly.instantiateStreaming === 'function' && /^application\/wasm\b/.test(response.headers.get('content-type') ?? ''))
-    return WebAssembly.instantiateStreaming(response, imports);
-  return WebAssembly.instantiate(await response.arrayBuffer(), imports);  // served with another type
+  const module = await compileBuild(build);
+  return { instance: await WebAssembly.instantiate(module, imports), module };
 }
 
 /**
@@ -258,15 +270,13 @@ export function getModule({ simd = 'auto' } = {}) {
       const build = wasmBuild();
       const key = variant === 'relaxed' ? `${build}-relaxed` : build;
       const files = builds[key];
+      compileBuild(key).catch(() => {});  // (awaited by instantiateWasm below)
       const { default: create } = await import(/* @vite-ignore */ /* webpackIgnore: true */ files.glue.href);
       let fail;
       const failed = new Promise((_, reject) => { fail = reject; });
       const options = {
         instantiateWasm(imports, receive) {
-          instantiate(key, imports).then(({ instance, module: wasm }) => {
-            compiled[key] = wasm;
-            receive(instance, wasm);
-          }, fail);
+          instantiate(key, imports).then(({ instance, module: wasm }) => receive(instance, wasm), fail);
           return {};
         },
       };
