@@ -127,10 +127,6 @@ function compileBuild(build) {
   return compiled[build];
 }
 
-async function instantiate(build, imports) {
-  const module = await compileBuild(build);
-  return { instance: await WebAssembly.instantiate(module, imports), module };
-}
 
 /**
  * The method objects holding engine handles (Model, Tokenizer) implement to hear that their
@@ -270,13 +266,14 @@ export function getModule({ simd = 'auto' } = {}) {
       const build = wasmBuild();
       const key = variant === 'relaxed' ? `${build}-relaxed` : build;
       const files = builds[key];
-      compileBuild(key).catch(() => {});  // (awaited by instantiateWasm below)
+      const wasm = compileBuild(key);
+      wasm.catch(() => {});  // (awaited by instantiateWasm below)
       const { default: create } = await import(/* @vite-ignore */ /* webpackIgnore: true */ files.glue.href);
       let fail;
       const failed = new Promise((_, reject) => { fail = reject; });
       const options = {
         instantiateWasm(imports, receive) {
-          instantiate(key, imports).then(({ instance, module: wasm }) => receive(instance, wasm), fail);
+          wasm.then(async (module) => receive(await WebAssembly.instantiate(module, imports), module)).catch(fail);
           return {};
         },
       };
