@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
+import { appResult, chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
 import { kjv, noKjv, root } from '../js/fixtures/models.mjs';
 import { packageRoutes, serve, unexpectedConsoleErrors, writeAppPage } from '../js/fixtures/server.mjs';
 
@@ -62,12 +62,7 @@ after(async () => {
 });
 
 test('a failed download of the engine fails that load once, by URL and status; the next load downloads it again and runs', { skip: missing, timeout: 120_000 }, async () => {
-  const page = await browser.ctx.newPage();
-  await page.goto(server.url('/app/index.html'));
-  await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 90_000 });
-  const r = await page.evaluate(() => window.__result);
-  await page.close();
-  assert.equal(r.error, undefined, r.error);
+  const r = await appResult(browser, server.url('/app/index.html'));
   assert.ok(failed, 'no .wasm was requested');
   assert.equal(r.first.fetchError, true, JSON.stringify(r.first));
   assert.equal(r.first.status, 503);

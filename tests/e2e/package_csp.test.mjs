@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
+import { appResult, chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
 import { kjv, noKjv, noStories, root, stories } from '../js/fixtures/models.mjs';
 import { serve, unexpectedConsoleErrors } from '../js/fixtures/server.mjs';
 
@@ -144,10 +144,7 @@ after(async () => {
 
 test('strict CSP, nested page path: in-thread and worker mode load, generate, stream and read attention', { skip: missing, timeout: 120_000 }, async (t) => {
   const { page, logs } = browser;
-  await page.goto(server.url(`${PAGE}index.html`));
-  await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 90_000 });
-  const r = await page.evaluate(() => window.__result);
-  assert.equal(r.error, undefined, r.error);
+  const r = await appResult(browser, server.url(`${PAGE}index.html`), { page });
   t.diagnostic(`engine: ${r.engine.simd}; thread text ${JSON.stringify(r.thread.text)}; worker text ${JSON.stringify(r.worker.text)}`);
 
   for (const where of ['thread', 'worker']) {

@@ -14,7 +14,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
+import { appResult, chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
 import { kjv, noKjv, noStories, root, stories } from '../js/fixtures/models.mjs';
 import { serve, unexpectedConsoleErrors } from '../js/fixtures/server.mjs';
 
@@ -141,10 +141,7 @@ test('vite build (no config) of an app importing "attnlens": runs in Chromium un
   assert.ok(assets.some((a) => /^attnlens-mt\.worker-.*\.js$/.test(a)), 'the pthread worker script, as a file');
   assert.ok(assets.some((a) => /^attnlens-mt-relaxed\.worker-.*\.js$/.test(a)), 'the relaxed twin\'s pthread worker script, as a file');
   const { page, logs } = browser;
-  await page.goto(server.url('/index.html'));
-  await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 90_000 });
-  const r = await page.evaluate(() => window.__result);
-  assert.equal(r.error, undefined, r.error);
+  const r = await appResult(browser, server.url('/index.html'), { page });
   assert.ok(r.thread.length > 0);
   assert.equal(r.worker, r.thread);
   assert.ok(Math.abs(r.rowSum - 1) < 1e-4);
@@ -154,12 +151,7 @@ test('vite build (no config) of an app importing "attnlens": runs in Chromium un
   assert.equal(r.threads, 1);
 
   // The same build, cross-origin isolated: the pthreads build with 2 threads, here and in the worker.
-  const page2 = await browser.ctx.newPage();
-  await page2.goto(isolated.url('/index.html'));
-  await page2.waitForFunction(() => window.__result !== undefined, null, { timeout: 90_000 });
-  const m = await page2.evaluate(() => window.__result);
-  await page2.close();
-  assert.equal(m.error, undefined, m.error);
+  const m = await appResult(browser, isolated.url('/index.html'));
   assert.equal(m.build, 'threads');
   assert.equal(m.threads, 2);
   assert.equal(m.workerThreads, 2);
@@ -174,12 +166,7 @@ test('vite build (no config) of an app importing "attnlens": runs in Chromium un
 });
 
 test('vite: a Worker the app makes itself (import W from "attnlens/worker?worker"), two models in it', { skip: missing || noWorkerExport, timeout: 240_000 }, async () => {
-  const page = await browser.ctx.newPage();
-  await page.goto(server.url('/own-worker/index.html'));
-  await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 90_000 });
-  const r = await page.evaluate(() => window.__result);
-  assert.equal(r.error, undefined, r.error);
+  const r = await appResult(browser, server.url('/own-worker/index.html'));
   assert.equal(r.texts[0], r.texts[1]);
   assert.ok(r.texts[0].length > 0);
-  await page.close();
 });

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
+import { appResult, chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
 import { kjv, noKjv, root, web } from '../js/fixtures/models.mjs';
 import { packageRoutes, serve, unexpectedConsoleErrors, writeAppPage } from '../js/fixtures/server.mjs';
 
@@ -63,15 +63,7 @@ after(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-async function run(query) {
-  const page = await browser.ctx.newPage();
-  await page.goto(server.url(`/app/index.html?${query}`));
-  await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 90_000 });
-  const r = await page.evaluate(() => window.__result);
-  await page.close();
-  assert.equal(r.error, undefined, r.error);
-  return r;
-}
+const run = (query) => appResult(browser, server.url(`/app/index.html?${query}`));
 
 const floats = (b64) => { const b = Buffer.from(b64, 'base64'); return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4); };
 

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
+import { appResult, chromiumMissing, launch } from '../js/fixtures/chromium.mjs';
 import { kjv, noKjv, root } from '../js/fixtures/models.mjs';
 import { packageRoutes, serve, unexpectedConsoleErrors, writeAppPage } from '../js/fixtures/server.mjs';
 
@@ -76,15 +76,7 @@ async function start(headers) {
   return server;
 }
 
-async function run(server) {
-  const page = await browser.ctx.newPage();
-  await page.goto(server.url('/app/index.html'));
-  await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 90_000 });
-  const r = await page.evaluate(() => window.__result);
-  await page.close();
-  assert.equal(r.error, undefined, r.error);
-  return r;
-}
+const run = (server) => appResult(browser, server.url('/app/index.html'));
 
 before(async () => {
   if (missing) return;
