@@ -127,7 +127,6 @@ function compileBuild(build) {
   return compiled[build];
 }
 
-
 /**
  * The method objects holding engine handles (Model, Tokenizer) implement to hear that their
  * instance was lost: they drop their handles (so the old instance's memory can be collected) and
@@ -266,8 +265,7 @@ export function getModule({ simd = 'auto' } = {}) {
       const build = wasmBuild();
       const key = variant === 'relaxed' ? `${build}-relaxed` : build;
       const files = builds[key];
-      const wasm = compileBuild(key);
-      wasm.catch(() => {});  // (awaited by instantiateWasm below)
+      const wasm = compileBuild(key);  // (its failure is handled inside; instantiateWasm below awaits it)
       const { default: create } = await import(/* @vite-ignore */ /* webpackIgnore: true */ files.glue.href);
       let fail;
       const failed = new Promise((_, reject) => { fail = reject; });
