@@ -4,23 +4,21 @@
 // BertViz and CircuitsVis exports; each checked against the JS API on the same model (itself checked
 // against PyTorch by tests/js/interp.test.mjs); the main thread stays free while generating.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import {
-  browserUnavailable,
   closeDemo,
+  demoSetup,
   drawn,
   longTaskClock,
   observeLongTasks,
   openDemo,
   screenshot,
   traceMainThreadTasks,
-  wasmUnavailable,
 } from './helpers.mjs';
 import { checkBertviz, checkCircuitsvis } from '../js/fixtures/interop-formats.mjs';
 
-const MANIFEST = new URL('../../models/manifest.json', import.meta.url);
-const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(MANIFEST) ? false : 'models/manifest.json is missing (no built-in models)');
+const { skip } = await demoSetup();
 
 
 describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_000 }, () => {

@@ -2,15 +2,13 @@
 // keeps working with the previous model), with the encoder–decoder model (source, target and
 // cross-attention checked against an independent forward pass), and at 400 px wide.
 import assert from 'node:assert/strict';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { browserUnavailable, closeDemo, demoMessage, drawn, openDemo, screenshot, wasmUnavailable } from './helpers.mjs';
+import { closeDemo, demoMessage, demoSetup, drawn, openDemo, screenshot } from './helpers.mjs';
 
-const MANIFEST = new URL('../../models/manifest.json', import.meta.url);
-const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(MANIFEST) ? false : 'models/manifest.json is missing (no built-in models)');
-const manifest = skip ? { default: '', models: [] } : JSON.parse(readFileSync(MANIFEST, 'utf8'));
+const { skip, manifest } = await demoSetup();
 const DEFAULT = manifest.default;
 const SEQ2SEQ = manifest.models.find((m) => m.architecture !== 'GPT2LMHeadModel' && /seq2seq|date/i.test(`${m.architecture} ${m.name}`))?.name;
 

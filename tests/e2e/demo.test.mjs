@@ -4,24 +4,21 @@
 // page), switches layers, heads and views, exports, and works offline after one visit.
 // Screenshots go to tests/artifacts/.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import {
   STRICT_CSP,
-  browserUnavailable,
   closeDemo,
+  demoSetup,
   drawn,
   longTaskClock,
   observeLongTasks,
   openDemo,
   screenshot,
   traceMainThreadTasks,
-  wasmUnavailable,
 } from './helpers.mjs';
 
-const MANIFEST = new URL('../../models/manifest.json', import.meta.url);
-const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(MANIFEST) ? false : 'models/manifest.json is missing (no built-in models)');
-const manifest = skip ? { default: '', models: [] } : JSON.parse(readFileSync(MANIFEST, 'utf8'));
+const { skip, manifest } = await demoSetup();
 const DEFAULT = manifest.default;
 
 const TEXT_KEYS = '#text-view .seq[data-axis="target"] li';

@@ -6,7 +6,7 @@
 //   await browser.page.goto(`${server.url}/web/demo/`);
 //   …
 //   await browser.close(); await server.close();
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +37,16 @@ export async function browserUnavailable() {
 /** Why the page cannot run here (the wasm engine is not built), or null. */
 export function wasmUnavailable() {
   return existsSync(join(repoRoot, 'dist/wasm/attnlens.wasm')) ? null : 'dist/wasm is not built (run: node tools/build.mjs --wasm)';
+}
+
+/**
+ * The demo's tests: `skip` (why they cannot run here — no browser, no wasm build, no built-in models —
+ * else false) and the built-in models' list (models/manifest.json; empty when skipped).
+ */
+export async function demoSetup() {
+  const path = join(repoRoot, 'models/manifest.json');
+  const skip = (await browserUnavailable()) ?? wasmUnavailable() ?? (existsSync(path) ? false : 'models/manifest.json is missing (no built-in models)');
+  return { skip, manifest: skip ? { default: '', models: [] } : JSON.parse(readFileSync(path, 'utf8')) };
 }
 
 /**
