@@ -4,7 +4,7 @@
 //
 // Where they come from (never from the repo):
 //   $ATTNLENS_PEERS      a peers folder already set up (node_modules/, models/, ./quantize), used as is
-//   ../shared/peers      copied once into $ATTNLENS_BENCH_CACHE/peers (beside links to ../shared/anchors
+//   ../shared/peers      copied once into $ATTNLENS_BENCH_CACHE/peers-home/peers (beside links to ../shared/anchors
 //                        and ../shared/models, which its scripts expect as ../anchors and ../models);
 //                        its setup.sh (npm install from the registry, builds ./quantize) and
 //                        make_models.sh (random checkpoints + GGUF conversions, ~2 GB, long) run there once
@@ -18,11 +18,14 @@ import { fileURLToPath } from 'node:url';
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 // A peers folder ready for scripts that only read its tools and models (tools/parity_llamacpp.mjs,
-// bench/quant.mjs): $ATTNLENS_PEERS, else ../shared/peers when it is set up, else the copy
+// bench/quant.mjs, bench/browser.mjs): $ATTNLENS_PEERS, else ../shared/peers when it is set up, else
+// the copy findPeers() below sets up in the bench cache, else the one
 // tests/fixtures/llamacpp/llamacpp.py sets up in ~/.cache/attnlens-peers. null if none.
 export function peersDir(needs = ['bench_llamacpp.mjs', 'node_modules', 'models']) {
   const ready = (p) => needs.every((f) => existsSync(join(p, f)));
-  for (const p of [process.env.ATTNLENS_PEERS, join(root, '..', 'shared', 'peers'), join(homedir(), '.cache', 'attnlens-peers')])
+  const benchCache = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.cache', 'attnlens-bench');
+  for (const p of [process.env.ATTNLENS_PEERS, join(root, '..', 'shared', 'peers'), join(benchCache, 'peers-home', 'peers'),
+                   join(homedir(), '.cache', 'attnlens-peers')])
     if (p && ready(p)) return p;
   return null;
 }
