@@ -14,16 +14,14 @@
 //   node bench/attention.mjs [--threads 1,2] [--kv f32,q8_0] [--only capture|context] [--quick] [--no-build] [--json FILE]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { findPeers } from './peers.mjs';
+import { cacheDir, findPeers } from './peers.mjs';
 import { median } from './stats.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
-const cacheDir = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.cache', 'attnlens-bench');
 const SHAPE_110M = [768, 2048, 12, 12, 12, 32000];
 const PROMPT = [1, 9038, 2501, 263, 931];
 const log = (...m) => process.stderr.write(m.join(' ') + '\n');

@@ -33,15 +33,14 @@
 //   node bench/browser.mjs [--json FILE] [--only start|stream] [--repeat N] [--warm-s S]
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { findPeers, peersDir } from './peers.mjs';
+import { cacheDir, findPeers, peersDir } from './peers.mjs';
 import { median } from './stats.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
-const cacheDir = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.cache', 'attnlens-bench');
 const { CHROMIUM, CHROMIUM_ARGS, STRICT_CSP, browserUnavailable, launchBrowser, startServer } = await import('../tests/e2e/helpers.mjs');
 const { staticHandler } = await import('../tools/serve.mjs');
 

@@ -19,14 +19,12 @@
 // the llama.cpp peers (bench/peers.mjs); that takes a while (4 GB of random weights).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, readSync, closeSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { findPeers } from './peers.mjs';
+import { cacheDir, findPeers } from './peers.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
-const cacheDir = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.cache', 'attnlens-bench');
 const dir = join(cacheDir, 'big');
 const SHAPE = ['2048', '5632', '22', '32', '4', '32000', '2048'];
 const log = (m) => process.stderr.write(m + '\n');

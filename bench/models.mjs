@@ -38,12 +38,11 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { performance } from 'node:perf_hooks';
-import { findPeers, peerModelName, runPeer } from './peers.mjs';
+import { cacheDir, findPeers, peerModelName, runPeer } from './peers.mjs';
 import { median } from './stats.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
-const cacheDir = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.cache', 'attnlens-bench');
 const PROMPT = [1, 9038, 2501, 263, 931];  // "Once upon a time", BOS first: run.sh's default
 
 // dim hidden layers heads kv_heads vocab seq (the stories checkpoints' shapes)

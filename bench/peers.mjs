@@ -16,6 +16,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+// The benchmarks' cache of generated checkpoints and files (never the repo): $ATTNLENS_BENCH_CACHE.
+export const cacheDir = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.cache', 'attnlens-bench');
 
 // A peers folder ready for scripts that only read its tools and models (tools/parity_llamacpp.mjs,
 // bench/quant.mjs, bench/browser.mjs): $ATTNLENS_PEERS, else ../shared/peers when it is set up, else
@@ -23,8 +25,7 @@ export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 // tests/fixtures/llamacpp/llamacpp.py sets up in ~/.cache/attnlens-peers. null if none.
 export function peersDir(needs = ['bench_llamacpp.mjs', 'node_modules', 'models']) {
   const ready = (p) => needs.every((f) => existsSync(join(p, f)));
-  const benchCache = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.cache', 'attnlens-bench');
-  for (const p of [process.env.ATTNLENS_PEERS, join(root, '..', 'shared', 'peers'), join(benchCache, 'peers-home', 'peers'),
+  for (const p of [process.env.ATTNLENS_PEERS, join(root, '..', 'shared', 'peers'), join(cacheDir, 'peers-home', 'peers'),
                    join(homedir(), '.cache', 'attnlens-peers')])
     if (p && ready(p)) return p;
   return null;
