@@ -121,7 +121,7 @@ async function main() {
   }
   if (args.only !== 'capture') {
     const bin = checkpoint110M(4096);
-    const peers = findPeers({ shared, cacheDir, log });
+    const peers = findPeers({ shared, log });
     const inputs = [];
     if (!bin) skipped.push(`context: ${shared}/anchors not found`);
     else {

@@ -226,7 +226,7 @@ async function fromBytes({ url, worker }) {
 function bigModel() {
   const out = join(cacheDir, 'rand150M-q4_k_m.gguf');
   if (existsSync(out)) return { path: out };
-  const peers = findPeers({ shared, cacheDir, log: (m) => console.error(m) });
+  const peers = findPeers({ shared, log: (m) => console.error(m) });
   if (peers.missing) return { missing: `llama.cpp peers not found (${peers.missing})` };
   mkdirSync(cacheDir, { recursive: true });
   const bin = join(cacheDir, 'rand150M.bin'), f32 = join(cacheDir, 'rand150M-f32.gguf');

@@ -37,7 +37,7 @@ const FORMATS = { q4_k_m: ['tinyllama-shape', 'quantize'], q8_0: ['tinyllama-sha
 
 function files(formats) {
   const out = {};
-  const peers = findPeers({ shared, cacheDir, log });
+  const peers = findPeers({ shared, log });
   if (peers.missing) return { missing: `llama.cpp peers not found (${peers.missing})` };
   mkdirSync(dir, { recursive: true });
   const tok = join(shared, 'models', 'llama2-tokenizer', 'tokenizer.bin');

@@ -543,7 +543,7 @@ async function main() {
   }
   const haveShared = existsSync(join(shared, 'anchors', 'run.sh'));
   if (args.anchor && !haveShared) log(`[bench] ${shared} not found: onnxruntime-web is not run`);
-  const peers = args.peers ? findPeers({ shared, cacheDir, log }) : { missing: '--no-peers' };
+  const peers = args.peers ? findPeers({ shared, log }) : { missing: '--no-peers' };
   if (peers.missing) log(`[bench] llama.cpp peers not run: ${peers.missing}`);
   const bin = await binaries(args);
   const results = { ours: {}, anchor: {}, peers: {}, load: {}, api: [], sizes: wasmSizes(), raw: [], skipped: [],

@@ -18,6 +18,8 @@ import { fileURLToPath } from 'node:url';
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 // The benchmarks' cache of generated checkpoints and files (never the repo): $ATTNLENS_BENCH_CACHE.
 export const cacheDir = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.cache', 'attnlens-bench');
+// Where findPeers() copies ../shared/peers (as peers/, beside links to ../shared/anchors and models).
+const peersHome = join(cacheDir, 'peers-home');
 
 // A peers folder ready for scripts that only read its tools and models (tools/parity_llamacpp.mjs,
 // bench/quant.mjs, bench/browser.mjs): $ATTNLENS_PEERS, else ../shared/peers when it is set up, else
@@ -25,7 +27,7 @@ export const cacheDir = process.env.ATTNLENS_BENCH_CACHE ?? join(homedir(), '.ca
 // tests/fixtures/llamacpp/llamacpp.py sets up in ~/.cache/attnlens-peers. null if none.
 export function peersDir(needs = ['bench_llamacpp.mjs', 'node_modules', 'models']) {
   const ready = (p) => needs.every((f) => existsSync(join(p, f)));
-  for (const p of [process.env.ATTNLENS_PEERS, join(root, '..', 'shared', 'peers'), join(cacheDir, 'peers-home', 'peers'),
+  for (const p of [process.env.ATTNLENS_PEERS, join(root, '..', 'shared', 'peers'), join(peersHome, 'peers'),
                    join(homedir(), '.cache', 'attnlens-peers')])
     if (p && ready(p)) return p;
   return null;
@@ -39,7 +41,7 @@ export function peerModelName(shape, format) {
 }
 
 /** { dir, models } of a ready peers folder, or { missing: reason }. */
-export function findPeers({ shared, cacheDir, log }) {
+export function findPeers({ shared, log }) {
   const ready = (dir) => existsSync(join(dir, 'node_modules', 'node-llama-cpp')) && existsSync(join(dir, 'models'));
   const env = process.env.ATTNLENS_PEERS;
   if (env) {
@@ -48,12 +50,11 @@ export function findPeers({ shared, cacheDir, log }) {
   }
   const source = join(shared, 'peers');
   if (!existsSync(join(source, 'setup.sh'))) return { missing: `${source} not found (and $ATTNLENS_PEERS not set)` };
-  const base = join(cacheDir, 'peers-home');
-  const dir = join(base, 'peers');
+  const dir = join(peersHome, 'peers');
   if (!ready(dir) || !existsSync(join(dir, 'models', 'rand110M-q8_0.gguf'))) {
-    mkdirSync(base, { recursive: true });
+    mkdirSync(peersHome, { recursive: true });
     cpSync(source, dir, { recursive: true, filter: (p) => !/\/(node_modules|models)(\/|$)/.test(p.slice(source.length)) });
-    for (const name of ['anchors', 'models']) if (!existsSync(join(base, name))) symlinkSync(join(shared, name), join(base, name));
+    for (const name of ['anchors', 'models']) if (!existsSync(join(peersHome, name))) symlinkSync(join(shared, name), join(peersHome, name));
     try {
       log(`[bench] setting up the llama.cpp peers in ${dir} (once: npm install, then the GGUF files — this takes a while)`);
       // Their GGUF generators need numpy: installed here too, for a bench script run directly rather

@@ -20,7 +20,6 @@ import { checkBertviz, checkCircuitsvis } from '../js/fixtures/interop-formats.m
 
 const { skip } = await demoSetup();
 
-
 describe('analysis views (web/demo) in headless Chromium', { skip, timeout: 900_000 }, () => {
   let server;
   let browser;
