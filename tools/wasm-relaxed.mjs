@@ -22,7 +22,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
 // standard opcode ↔ binaryen 108's prototype opcode, after the 0xFD prefix. Only the instructions
-// the kernels use (src/kernels/relaxed/); i16x8.relaxed_dot_i8x16_i7x16_s kept 0x112.
+// the kernels use or may use (src/kernels: simd.h, quant_simd.h); i16x8.relaxed_dot_i8x16_i7x16_s
+// (quant_simd.h relaxed_dot16) has 0x112 in both encodings and needs no rewrite.
 export const RELAXED = [
   { name: 'f32x4.relaxed_madd', standard: 0x105, prototype: 0xaf },
   { name: 'f32x4.relaxed_nmadd', standard: 0x106, prototype: 0xb0 },

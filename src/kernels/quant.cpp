@@ -94,6 +94,20 @@ Layout layout_of(DType t) {
   }
 }
 
+Bytes bytes_of(DType t) {
+#if defined(ATTNLENS_RELAXED_SIMD)
+  switch (t) {
+    case DType::Q4_0:
+    case DType::Q4_K: return Bytes::Natural;
+    case DType::Q6_K: return Bytes::Pairs8;
+    default: return Bytes::None;
+  }
+#else
+  (void)t;
+  return Bytes::None;
+#endif
+}
+
 namespace {
 
 // The 8 even and the 8 odd int16 lanes of (a, b): elements 0..15 in EvenOdd16 order.
@@ -146,10 +160,22 @@ void relayout(Layout lay, int16_t* q, int k, float* d, int32_t* corr) {
   }
 }
 
+// The int8 copy of k values in natural order (|q| ≤ 127: the pack does not saturate), in the order `by`.
+void to_bytes(Bytes by, const int16_t* q, int k, int8_t* q8) {
+  const __m128i pairs8 = _mm_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+  for (int i = 0; i < k; i += 16) {
+    const auto* v = reinterpret_cast<const __m128i*>(q + i);
+    __m128i b = _mm_packs_epi16(_mm_load_si128(v), _mm_load_si128(v + 1));
+    if (by == Bytes::Pairs8) b = lookup16(b, pairs8);
+    _mm_store_si128(reinterpret_cast<__m128i*>(q8 + i), b);
+  }
+}
+
 }  // namespace
 
-void quantize_row(qs::Act act, Layout lay, const float* x, int k, int16_t* q, float* d, float* s, int16_t* bsums,
-                  int32_t* corr) {
+void quantize_row(qs::Act act, Layout lay, Bytes by, const float* x, int k, const ActOut& out) {
+  int16_t* q = out.q;
+  float *d = out.d, *s = out.s;
   if (act != qs::Act::Q8_K) {
     // q8_0 / q8_1: per 32, d = f16(amax/127), q = round(x·127/amax), s = f16(d·Σq).
     for (int b = 0; b < k / 32; ++b) {
@@ -159,11 +185,13 @@ void quantize_row(qs::Act act, Layout lay, const float* x, int k, int16_t* q, fl
       d[b] = f16_rounded(db);
       if (act == qs::Act::Q8_1) s[b] = f16_rounded(db * float(sum));
     }
-    if (lay != Layout::Natural) relayout(lay, q, k, d, corr);
+    if (by != Bytes::None) to_bytes(by, q, k, out.q8);
+    if (lay != Layout::Natural) relayout(lay, q, k, d, out.corr);
     return;
   }
   // q8_K: per 256, max = the first x of largest |x|, iscale = −127/max, q = round(iscale·x) (≤ 127 in
   // magnitude by construction), d = 1/iscale, bsums = Σq per 16.
+  int16_t* bsums = out.bsums;
   for (int b = 0; b < k / 256; ++b) {
     const float* xb = x + 256 * b;
     int16_t* qb16 = q + 256 * b;
@@ -180,7 +208,8 @@ void quantize_row(qs::Act act, Layout lay, const float* x, int k, int16_t* q, fl
     for (int j = 0; j < 16; ++j) bsums[16 * b + j] = int16_t(scale_round(xb + 16 * j, 16, iscale, qb16 + 16 * j));
     d[b] = 1.f / iscale;
   }
-  if (lay != Layout::Natural) relayout(lay, q, k, d, corr);  // EvenOdd16 only: d stays
+  if (by != Bytes::None) to_bytes(by, q, k, out.q8);
+  if (lay != Layout::Natural) relayout(lay, q, k, d, out.corr);  // EvenOdd16 only: d stays
 }
 
 namespace {
@@ -234,6 +263,16 @@ struct Q4_0 {
     w[2] = _mm_and_si128(v, _mm_set1_epi16(0x00F0));
     w[3] = _mm_srli_epi16(v, 12);
   }
+#if defined(ATTNLENS_RELAXED_SIMD)
+  // isum from the int8 copy (Bytes::Natural): the nibbles as bytes against elements 0-15 and 16-31,
+  // products summed in pairs (int16 lanes, |·| ≤ 4·15·127), then lanes 2j, 2j + 1 → int32 lane j:
+  // elements 4j..4j+3 and 16+4j..19+4j, isum's lane j. ×256 as isum's (x in Layout::Nib4), for corr.
+  static __m128i isum8(const uint8_t* blk, const int8_t* x) {
+    const __m128i v = load16(blk + 2);
+    const __m128i p = _mm_add_epi16(relaxed_dot16(x, nib_lo(v)), relaxed_dot16(x + 16, nib_hi(v)));
+    return _mm_slli_epi32(pair_sums(p), 8);
+  }
+#endif
 };
 
 struct Q4_1 {
@@ -307,6 +346,12 @@ struct HasCorr : std::false_type {};
 template <class T>
 struct HasCorr<T, std::void_t<decltype(T::kCorr)>> : std::bool_constant<T::kCorr> {};
 
+// Whether T has an isum8 (the relaxed-SIMD variant's, from the int8 copy of x).
+template <class T, class = void>
+struct HasIsum8 : std::false_type {};
+template <class T>
+struct HasIsum8<T, std::void_t<decltype(&T::isum8)>> : std::true_type {};
+
 // Rows w[0..R) (`stride` bytes apart) · x, one block per iteration, the activation loads shared.
 // The activation pointers advance with the block (emscripten builds with LLVM's loop strength
 // reduction off, so `a.q + 32 * b` would cost a shift and an add per pointer and block in V8).
@@ -320,6 +365,7 @@ void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* o
     macc[r] = 0.f;
   }
   const int16_t* xb = a.q;
+  const int8_t* x8 = a.q8;
   const float *dx = a.d, *sx = a.s;
   const __m128i* cx = reinterpret_cast<const __m128i*>(a.corr);
   const uint8_t* const end = w + size_t(nb) * T::kBytes;
@@ -327,10 +373,12 @@ void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* o
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
 #endif
-  for (const uint8_t* p = w; p != end; p += T::kBytes, xb += 32, ++dx, ++sx, ++cx) {
+  for (const uint8_t* p = w; p != end; p += T::kBytes, xb += 32, x8 += 32 * kBytesStep, ++dx, ++sx, ++cx) {
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = p + r * stride;
-      __m128i s = T::isum(blk, xb);
+      __m128i s;
+      if constexpr (HasIsum8<T>::value) s = T::isum8(blk, x8);
+      else s = T::isum(blk, xb);
       if constexpr (HasCorr<T>::value) s = _mm_add_epi32(s, _mm_load_si128(cx));
       acc[r] = scale_add(acc[r], s, f16(blk + T::kD) * *dx);
       if constexpr (T::kM >= 0) macc[r] += f16(blk + T::kM) * *sx;
@@ -418,21 +466,26 @@ namespace {
 #endif
 
 // One activation row in scratch: q [k] int16, corr [k/32][4] int32, d [nb], s [nb] floats, bsums
-// [k/16] int16 (k % 32 == 0 keeps q and corr 16-byte aligned when the row start is), padded to 16 bytes.
-size_t act_stride(int k, int nb) {
+// [k/16] int16 (k % 32 == 0 keeps q and corr 16-byte aligned when the row start is), padded to 16
+// bytes; in the relaxed-SIMD variant then q8 [k] int8 (16-byte aligned).
+size_t act_q8_offset(int k, int nb) {
   return (size_t(k) * 2 + size_t(nb) * 8 + size_t(k / 16) * 2 + size_t(k / 32) * 16 + 15) / 16 * 16;
 }
+size_t act_stride(int k, int nb) { return act_q8_offset(k, nb) + size_t(qsimd::kBytesStep) * size_t(k); }
 qsimd::ActRow act_row(const void* row, int k, int nb) {
   auto* p = static_cast<const uint8_t*>(row);
   const auto* corr = reinterpret_cast<const int32_t*>(p + size_t(k) * 2);
   const auto* d = reinterpret_cast<const float*>(corr + k / 8);
+  const auto* q8 = qsimd::kBytesStep ? reinterpret_cast<const int8_t*>(p + act_q8_offset(k, nb)) : nullptr;
   return qsimd::ActRow{reinterpret_cast<const int16_t*>(p), d, d + nb, reinterpret_cast<const int16_t*>(d + 2 * nb),
-                       corr};
+                       corr, q8};
 }
 ATTNLENS_ONE_COPY void quantize_act_row(DType t, const float* x, int k, int nb, void* row) {
   const qsimd::ActRow r = act_row(row, k, nb);
-  qsimd::quantize_row(qs::act_of(t), qsimd::layout_of(t), x, k, const_cast<int16_t*>(r.q), const_cast<float*>(r.d),
-                      const_cast<float*>(r.s), const_cast<int16_t*>(r.bsums), const_cast<int32_t*>(r.corr));
+  const qsimd::Bytes by = r.q8 ? qsimd::bytes_of(t) : qsimd::Bytes::None;
+  qsimd::quantize_row(qs::act_of(t), qsimd::layout_of(t), by, x, k,
+                      {const_cast<int16_t*>(r.q), const_cast<float*>(r.d), const_cast<float*>(r.s),
+                       const_cast<int16_t*>(r.bsums), const_cast<int32_t*>(r.corr), const_cast<int8_t*>(r.q8)});
 }
 
 // The row kernels of t for 4, 2 and 1 rows per pass; ok() is false when t has none (not a block type).

@@ -10,6 +10,7 @@
 // Bounds: every int32 lane stays below 2^31 (worst case q6_K: 16 sub-blocks × 4 products × 63 ×
 // 127 × 128 ≈ 6.6e7).
 #include <cstring>
+#include <type_traits>
 
 #include "core/tensor.h"
 #include "kernels/quant_blocks.h"
@@ -136,6 +137,32 @@ struct Q4_K {
   static __m128 superblock(const uint8_t* b, const int16_t* x, const int16_t* bs, float dx, __m128 acc, const F16& f) {
     return k45_superblock<false>(b, x, bs, dx, acc, f);
   }
+#if defined(ATTNLENS_RELAXED_SIMD)
+  // From the int8 copy of x (Bytes::Natural): per 64 weights, sub-block 2c (low nibbles) and 2c + 1
+  // (high nibbles), each as two relaxed dots summed in int16 (|·| ≤ 4·15·127), times its scale in
+  // one i32x4.dot_i16x8_s: int32 lane j sums elements 4j..4j+3 and 16+4j..19+4j of the sub-block,
+  // the lanes of superblock() (dot_eo), so the same integers and the same float steps.
+  static __m128 superblock8(const uint8_t* blk, const int8_t* x, const int16_t* bs, float dx, __m128 acc,
+                            const F16& f16) {
+    uint8_t sc[8], mn[8];
+    k4_unpack(blk + 4, sc, mn);
+    const uint8_t* qs = blk + 16;
+    __m128i isum = _mm_setzero_si128();
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
+    for (int c = 0; c < 4; ++c) {
+      const __m128i v0 = load16(qs + 32 * c), v1 = load16(qs + 32 * c + 16);
+      const int8_t* xc = x + 64 * c;
+      const __m128i p_lo = _mm_add_epi16(relaxed_dot16(xc, nib_lo(v0)), relaxed_dot16(xc + 16, nib_lo(v1)));
+      const __m128i p_hi = _mm_add_epi16(relaxed_dot16(xc + 32, nib_hi(v0)), relaxed_dot16(xc + 48, nib_hi(v1)));
+      isum = _mm_add_epi32(isum, _mm_add_epi32(_mm_madd_epi16(p_lo, _mm_set1_epi16(int16_t(sc[2 * c]))),
+                                               _mm_madd_epi16(p_hi, _mm_set1_epi16(int16_t(sc[2 * c + 1])))));
+    }
+    acc = scale_add(acc, isum, f16(blk) * dx);
+    return _mm_sub_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(k4_mins(mn, bs)), _mm_set1_ps(f16(blk + 2) * dx)));
+  }
+#endif
 };
 struct Q5_K {
   static constexpr int kBytes = qb::kBytesQ5K;
@@ -194,6 +221,43 @@ struct Q6_K {
     isum = _mm_sub_epi32(isum, bsum_dot(_mm_slli_epi16(pairs[0], 5), _mm_slli_epi16(pairs[1], 5), bs));
     return scale_add(acc, isum, f16(blk + 208) * dx);
   }
+#if defined(ATTNLENS_RELAXED_SIMD)
+  // From the int8 copy of x (Bytes::Pairs8), the weight bytes put in the same order by one shuffle per
+  // 16 (the quant assembly is byte-wise, so it commutes with it): per sub-block one relaxed dot (int16
+  // lanes, |·| ≤ 2·63·127) times its scale in one i32x4.dot_i16x8_s. Int32 lane j sums elements
+  // 2j, 2j + 1, 8 + 2j, 9 + 2j, as superblock()'s dot16_u8 lanes: the same integers and float steps.
+  static __m128 superblock8(const uint8_t* blk, const int8_t* x, const int16_t* bs, float dx, __m128 acc,
+                            const F16& f16) {
+    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
+    const __m128i pairs[2] = {lo_s16(s8), hi_s16(s8)};
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    const __m128i order = _mm_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+    const auto in_order = [&](const uint8_t* p) { return lookup16(load16(p), order); };
+    __m128i isum = _mm_setzero_si128();
+#if defined(__clang__)
+#pragma clang loop unroll(disable)
+#endif
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* ql = blk + 64 * h;
+      const uint8_t* qh = blk + 128 + 32 * h;
+      const int8_t* xh = x + 128 * h;
+      const __m128i l00 = in_order(ql), l10 = in_order(ql + 32), hb0 = in_order(qh);            // g = 0
+      const __m128i l01 = in_order(ql + 16), l11 = in_order(ql + 48), hb1 = in_order(qh + 16);  // g = 1
+#if defined(__clang__)
+#pragma clang loop unroll(full)
+#endif
+      for (int t = 0; t < 4; ++t) {
+        const __m128i s0 = _mm_madd_epi16(relaxed_dot16(xh + 32 * t, quants(l00, l10, hb0, t)),
+                                          _mm_set1_epi16(int16_t(sc[8 * h + 2 * t])));
+        const __m128i s1 = _mm_madd_epi16(relaxed_dot16(xh + 32 * t + 16, quants(l01, l11, hb1, t)),
+                                          _mm_set1_epi16(int16_t(sc[8 * h + 2 * t + 1])));
+        isum = _mm_add_epi32(isum, _mm_add_epi32(s0, s1));
+      }
+    }
+    isum = _mm_sub_epi32(isum, bsum_dot(_mm_slli_epi16(pairs[0], 5), _mm_slli_epi16(pairs[1], 5), bs));
+    return scale_add(acc, isum, f16(blk + 208) * dx);
+  }
+#endif
 };
 
 // ---- q3_K: 16 sub-blocks of 16, 6-bit scales − 32, q − 4 -----------------------------------------
@@ -418,16 +482,26 @@ void tile_sb(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out
   for (int t = 0; t < NT; ++t) out[t * out_stride] = lanes_sum(acc[t]);
 }
 
+// Whether T has a superblock8 (the relaxed-SIMD variant's, from the int8 copy of x).
+template <class T, class = void>
+struct HasSuperblock8 : std::false_type {};
+template <class T>
+struct HasSuperblock8<T, std::void_t<decltype(&T::superblock8)>> : std::true_type {};
+
 template <class T, int R>
 void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* out) {
   const F16 f16;
   __m128 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm_setzero_ps();
   const int16_t *xb = a.q, *bs = a.bsums;
+  const int8_t* x8 = a.q8;
   const float* dx = a.d;
   const uint8_t* const end = w + size_t(nb) * T::kBytes;
-  for (const uint8_t* p = w; p != end; p += T::kBytes, xb += 256, bs += 16, ++dx)  // (quant.cpp: why pointers)
-    for (int r = 0; r < R; ++r) acc[r] = T::superblock(p + r * stride, xb, bs, *dx, acc[r], f16);
+  for (const uint8_t* p = w; p != end; p += T::kBytes, xb += 256, x8 += 256 * kBytesStep, bs += 16, ++dx)  // (quant.cpp: why pointers)
+    for (int r = 0; r < R; ++r) {
+      if constexpr (HasSuperblock8<T>::value) acc[r] = T::superblock8(p + r * stride, x8, bs, *dx, acc[r], f16);
+      else acc[r] = T::superblock(p + r * stride, xb, bs, *dx, acc[r], f16);
+    }
   for (int r = 0; r < R; ++r) out[r] = lanes_sum(acc[r]);
 }
 

@@ -30,13 +30,15 @@
 namespace attnlens::kernels::qsimd {
 
 // One quantized row of x: int16 values [k], scales d [k/32 or k/256], q8_1's s [k/32], q8_K's
-// Σ per 16 [k/16], and for Layout::Nib4 a correction per block of 32 (4 int32 lanes).
+// Σ per 16 [k/16], for Layout::Nib4 a correction per block of 32 (4 int32 lanes), and in the
+// relaxed-SIMD variant the same values as int8 [k] in the order bytes_of(type) gives (else null).
 struct ActRow {
   const int16_t* q;
   const float* d;
   const float* s;
   const int16_t* bsums;
   const int32_t* corr;
+  const int8_t* q8;
 };
 
 // How the int16 values of a row are laid out, chosen by the weight type so that its kernel needs
@@ -56,15 +58,44 @@ struct ActRow {
 //              (power-of-two factors are exact in the conversions and products).
 enum class Layout { Natural, EvenOdd16, Nib4 };
 
+// The int8 copy of a row's values (ActRow::q8) that the relaxed-SIMD variant's decode kernels read
+// with i16x8.relaxed_dot_i8x16_i7x16_s (quant.cpp, quant_k.cpp: 16 products of an int8 and a 7-bit
+// weight in one instruction, summed in pairs to int16 lanes; one x86 pmaddubsw). The kernels keep the
+// int32 lanes of their portable twins — lane j of a block sums the same elements, exactly — so both
+// variants, and the prefill tiles (which read the int16 values), give the same bits:
+//   None     no copy (the portable builds; the types without such a kernel).
+//   Natural  element order (q4_0, q4_K).
+//   Pairs8   per 16 elements the order 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15 (q6_K: its portable lane
+//            j holds elements 2j, 2j + 1, 8 + 2j, 9 + 2j of a sub-block; the weights get the same order
+//            by one byte shuffle per 16).
+enum class Bytes { None, Natural, Pairs8 };
+// 1 where rows carry the int8 copy (the relaxed-SIMD variant), else 0: the kernels advance their
+// pointer into it by kBytesStep × the elements (0 keeps a null pointer null).
+#if defined(ATTNLENS_RELAXED_SIMD)
+constexpr int kBytesStep = 1;
+#else
+constexpr int kBytesStep = 0;
+#endif
+
 #if ATTNLENS_QUANT_SIMD
 
-// The layout the kernels of weight type t read.
+// The layout the kernels of weight type t read, and the order of its int8 copy.
 Layout layout_of(DType t);
+Bytes bytes_of(DType t);
 
-// Quantizes one row of x (k a multiple of the activation block) in the format `act` (quant_scalar.h)
-// and the layout `lay`.
-void quantize_row(qs::Act act, Layout lay, const float* x, int k, int16_t* q, float* d, float* s, int16_t* bsums,
-                  int32_t* corr);
+// Where quantize_row writes one row (the fields of ActRow; q8 only with Bytes other than None).
+struct ActOut {
+  int16_t* q;
+  float* d;
+  float* s;
+  int16_t* bsums;
+  int32_t* corr;
+  int8_t* q8;
+};
+
+// Quantizes one row of x (k a multiple of the activation block) in the format `act` (quant_scalar.h),
+// the layout `lay` and the int8 order `by`.
+void quantize_row(qs::Act act, Layout lay, Bytes by, const float* x, int k, const ActOut& out);
 
 // The f16 block scale as f32. Natively with F16C one instruction; otherwise (wasm) a 256 KiB table
 // built on first use: one scalar load per block instead of ~12 integer ops, and the entries a
@@ -127,6 +158,20 @@ inline __m128i dot16_s8(__m128i w, const int16_t* x) {
   const __m128i* xv = reinterpret_cast<const __m128i*>(x);
   return _mm_add_epi32(_mm_madd_epi16(lo_s16(w), _mm_load_si128(xv)), _mm_madd_epi16(hi_s16(w), _mm_load_si128(xv + 1)));
 }
+
+#if defined(ATTNLENS_RELAXED_SIMD)
+// 16 int8 x against 16 bytes w in 0..127: lane i = x[2i]·w[2i] + x[2i+1]·w[2i+1] as int16
+// (i16x8.relaxed_dot_i8x16_i7x16_s; its result is the same everywhere while w < 128 and the pair
+// sums fit int16, which every caller's bounds keep).
+inline __m128i relaxed_dot16(const void* x, __m128i w) {
+  return (__m128i)wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(x), (v128_t)w);
+}
+inline __m128i relaxed_dot16(__m128i x, __m128i w) {
+  return (__m128i)wasm_i16x8_relaxed_dot_i8x16_i7x16((v128_t)x, (v128_t)w);
+}
+// int32 lane j = int16 lanes 2j + 2j+1 (i32x4.extadd_pairwise_i16x8_s).
+inline __m128i pair_sums(__m128i p) { return (__m128i)wasm_i32x4_extadd_pairwise_i16x8((v128_t)p); }
+#endif
 
 inline float lanes_sum(__m128 a) {  // (a0 + a1) + (a2 + a3)
   const __m128 t = _mm_add_ps(a, _mm_shuffle_ps(a, a, _MM_SHUFFLE(2, 3, 0, 1)));
