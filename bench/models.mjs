@@ -10,7 +10,10 @@
 //                         [--no-api] [--no-build] [--json FILE] [--verbose]
 //
 //   --platforms     wasm = the single-thread build (1 thread), wasm-mt = the pthreads build (each --threads),
-//                   native = g++ -O3 -march=native (each --threads)
+//                   native = g++ -O3 -march=native (each --threads); wasm-relaxed, wasm-mt-relaxed = the same
+//                   two builds on the relaxed-SIMD kernels (what Chromium loads; Node 20 runs them with
+//                   --experimental-wasm-relaxed-simd), their 4-bit and integer-prefill targets against
+//                   their own q8_0 and f32 rows
 //   --threads 1,2   thread counts for wasm-mt, native and the peers
 //   --no-peers      skip llama.cpp native and wllama (bench/peers.mjs: $ATTNLENS_PEERS or ../shared/peers)
 //   --quick         fewer repetitions (bench_models --quick: 2 s warm-up, 1 timed pass, 3 prefill reps),
@@ -60,6 +63,9 @@ const TARGETS = { f32Decode: 0.9, f32Prefill: 0.9, q8Decode: 2.0, wasmVsNative: 
                   q4: { vsQ8: 1.4, vsWllama: 5.0, vsLlamacpp: 1.0 },
                   intPrefill: { vsF32: 1.8, vsLlamacpp: 1.3 } };  // quantized prefill: ≥ 1.8× our f32, ≤ 1.3× llama.cpp's ms
 const QUANT = ['q4_0', 'q4_k_m'];  // read from the peers' GGUF files
+const PLATFORMS = ['wasm', 'wasm-mt', 'wasm-relaxed', 'wasm-mt-relaxed', 'native'];
+const isMt = (p) => p.startsWith('wasm-mt');  // the pthreads builds (every --threads); wasm, wasm-relaxed: 1 thread
+const isRelaxed = (p) => p.endsWith('-relaxed');
 // tests/js/size.test.mjs's budget for each build (module + JS glue; the pthreads build also its worker script)
 const SIZE_LIMIT = { raw: 1_300_000, gzip: 450_000 };  // tests/js/size.test.mjs
 // The load average (1, 5, 15 minutes) as printed: the machine is shared, so every run says how busy it was.
@@ -99,7 +105,7 @@ function parseArgs(argv) {
   }
   for (const s of a.shapes) if (!SHAPES[s]) throw new Error(`unknown shape ${s} (15M, 42M, 110M)`);
   for (const f of a.formats) if (!['f32', 'q8_0', ...QUANT].includes(f)) throw new Error(`unknown format ${f} (f32, q8_0, ${QUANT.join(', ')})`);
-  for (const p of a.platforms) if (!['wasm', 'wasm-mt', 'native'].includes(p)) throw new Error(`unknown platform ${p} (wasm, wasm-mt, native)`);
+  for (const p of a.platforms) if (!PLATFORMS.includes(p)) throw new Error(`unknown platform ${p} (${PLATFORMS.join(', ')})`);
   for (const t of a.threads) if (!(Number.isInteger(t) && t >= 1 && t <= 16)) throw new Error(`bad thread count ${t}`);
   if (a.quick) a.anchor256 = false;
   return a;
@@ -153,7 +159,9 @@ export function checkpoint(shape, peers) {
 async function binaries(args) {
   const { buildDirs, buildNative, buildWasm } = await import(pathToFileURL(join(root, 'tools', 'build.mjs')).href);
   const bin = { native: join(buildDirs.native, 'bench_models'), wasm: join(buildDirs.wasm, 'bench_models.js'),
-                'wasm-mt': join(buildDirs.wasmMt, 'bench_models.js') };
+                'wasm-mt': join(buildDirs.wasmMt, 'bench_models.js'),
+                'wasm-relaxed': join(buildDirs.wasm, 'bench_models_relaxed.js'),
+                'wasm-mt-relaxed': join(buildDirs.wasmMt, 'bench_models_relaxed.js') };
   const guarded = (f) => {
     try {
       f();
@@ -164,11 +172,13 @@ async function binaries(args) {
   if (args.platforms.includes('native') && (args.build || !existsSync(bin.native))) guarded(() => buildNative(['bench_models']));
   const wasmTargets = [];
   if (args.platforms.includes('wasm') && (args.build || !existsSync(bin.wasm))) wasmTargets.push('bench_models');
+  if (args.platforms.includes('wasm-relaxed') && (args.build || !existsSync(bin['wasm-relaxed']))) wasmTargets.push('bench_models_relaxed');
   // the package's module: its size is reported, and the JS API run loads it
   if (args.build || !existsSync(join(root, 'dist', 'wasm', 'attnlens.wasm'))) wasmTargets.push('attnlens_wasm');
   if (wasmTargets.length) guarded(() => buildWasm(wasmTargets));
-  if (args.platforms.includes('wasm-mt') && (args.build || !existsSync(bin['wasm-mt'])))
-    guarded(() => buildWasm(['bench_models', ...(args.build ? ['attnlens_wasm'] : [])], { threads: true }));
+  const mtTargets = [['wasm-mt', 'bench_models'], ['wasm-mt-relaxed', 'bench_models_relaxed']]
+    .filter(([p]) => args.platforms.includes(p) && (args.build || !existsSync(bin[p]))).map(([, t]) => t);
+  if (mtTargets.length) guarded(() => buildWasm([...mtTargets, ...(args.build ? ['attnlens_wasm'] : [])], { threads: true }));
   // Emscripten's node glue is CommonJS, and the repo's package.json says "type": "module"; and it reads
   // its .wasm by path, which Node's fetch refuses (hence --no-experimental-fetch, as ctest's emulator).
   for (const b of [bin.wasm, bin['wasm-mt']]) {
@@ -213,8 +223,9 @@ async function runOurs(bin, platform, input, format, threads, args, extra = []) 
                  '--threads', String(threads), '--limits', ...extra];
   const tag = `${platform} ${basename(input).replace(/\.(bin|gguf)$/, '')} ${format} ${threads}t`;
   log(`[bench] ${tag} ...`);
+  const node = ['--no-experimental-fetch', ...(isRelaxed(platform) ? ['--experimental-wasm-relaxed-simd'] : [])];
   const lines = platform === 'native' ? await runJson(bin.native, flags, { verbose: args.verbose, tag })
-                                      : await runJson(process.execPath, ['--no-experimental-fetch', bin[platform], ...flags], { verbose: args.verbose, tag });
+                                      : await runJson(process.execPath, [...node, bin[platform], ...flags], { verbose: args.verbose, tag });
   const r = { threads, load: null, decode: null, prefill: {}, generate: null, limits: null };
   for (const l of lines) {
     if (l.type === 'prefill') r.prefill[l.tokens] = l;
@@ -325,7 +336,7 @@ function report(results, args) {
                  cell(aP64), '', cell(aP64.map((ms) => prefillGflops(load, 64, ms)), 1), cell(aP256), '', '', '']);
     }
     for (const format of args.formats) {
-      for (const platform of args.platforms.filter((p) => p !== 'wasm-mt')) {  // one thread: the single-thread build
+      for (const platform of args.platforms.filter((p) => !isMt(p))) {  // one thread: the single-thread builds
         const R = results.ours[`${shape}/${format}/${platform}`] ?? [];
         if (!R.length) continue;
         const dec = R.map((r) => r.decode?.tok_s_median);
@@ -337,16 +348,16 @@ function report(results, args) {
         const wn = platform === 'wasm' ? R.map((r, i) => (N[i]?.decode ? N[i].decode.tok_s_median / r.decode?.tok_s_median : null)) : [];
         const cpu = Math.min(...R.map((r) => r.decode?.cpu_per_wall ?? 1));
         const marks = [];
-        if (platform === 'wasm') {
+        if (platform === 'wasm' || platform === 'wasm-relaxed') {
           const check = (name, vals, ok) => {
             const m = median(vals);
             if (m == null) return;
             const pass = ok(m);
             marks.push(`${name} ${pass ? 'PASS' : 'MISS'}`);
-            verdicts.push(`${shape} ${format} ${name}: ${m.toFixed(2)} → ${pass ? 'PASS' : 'MISS'}`);
+            verdicts.push(`${shape} ${format}${platform === 'wasm' ? '' : ` ${platform}`} ${name}: ${m.toFixed(2)} → ${pass ? 'PASS' : 'MISS'}`);
           };
           if (QUANT.includes(format)) {
-            const Q = results.ours[`${shape}/q8_0/wasm`] ?? [];
+            const Q = results.ours[`${shape}/q8_0/${platform}`] ?? [];
             check(`dec≥${TARGETS.q4.vsQ8}×q8_0`, R.map((r, i) => (Q[i]?.decode ? r.decode?.tok_s_median / Q[i].decode.tok_s_median : null)),
                   (m) => m >= TARGETS.q4.vsQ8);
           } else if (format === 'f32') {
@@ -401,7 +412,7 @@ function report(results, args) {
 // share of the SIMD peak, both measured by the same bench_models run with the same threads.
 function threadsReport(results, args, verdicts) {
   const T = args.threads;
-  if (!(T.length > 1 || args.platforms.includes('wasm-mt'))) return [];
+  if (!(T.length > 1 || args.platforms.some(isMt))) return [];
   const out = [];
   const t1 = T[0], tn = T[T.length - 1];
   const med = (xs) => median(xs ?? []);
@@ -416,7 +427,7 @@ function threadsReport(results, args, verdicts) {
     for (const format of args.formats) {
       const load = results.load[shape];
       const engines = [];
-      for (const platform of ['wasm-mt', 'native'].filter((p) => args.platforms.includes(p))) {
+      for (const platform of ['wasm-mt', 'wasm-mt-relaxed', 'native'].filter((p) => args.platforms.includes(p))) {
         const get = (t, f) => ours(shape, format, platform, t, f);
         engines.push({ name: `ours ${platform}`, platform,
           dec: (t) => get(t, (r) => r.decode?.tok_s_median), p64: (t) => get(t, (r) => r.prefill[64]?.ms_median),
@@ -444,13 +455,13 @@ function threadsReport(results, args, verdicts) {
         };
         const div = (a, b) => (a == null || b == null ? null : a / b);
         const sDec = div(e.dec(tn), e.dec(t1)), sP64 = div(e.p64(t1), e.p64(tn)), sP256 = div(e.p256(t1), e.p256(tn));
-        if (e.platform === 'wasm-mt' && tn === 2 && t1 === 1) {
+        if (isMt(e.platform ?? '') && tn === 2 && t1 === 1) {
           const q = format !== 'f32';
           check(`dec ${tn}t/1t≥${q ? TARGETS.threads.quantDecode : TARGETS.threads.f32Decode}`, sDec, (v) => v >= (q ? TARGETS.threads.quantDecode : TARGETS.threads.f32Decode));
           check(`pf64 ${tn}t/1t≥${TARGETS.threads.prefill}`, sP64, (v) => v >= TARGETS.threads.prefill);
           check(`pf256 ${tn}t/1t≥${TARGETS.threads.prefill}`, sP256, (v) => v >= TARGETS.threads.prefill);
         }
-        if (e.platform === 'wasm-mt') {
+        if (isMt(e.platform ?? '')) {
           // ahead of the peers with the same threads (onnxruntime-web runs f32 only)
           if (format === 'f32') {
             check(`dec≥ORT ${tn}t`, e.dec(tn) / anchor(shape, tn, (a) => a.decodeTokPerSMedian), (v) => v >= 1);
@@ -612,7 +623,7 @@ async function main() {
           }
         }
         for (const platform of args.platforms) {
-          for (const threads of platform === 'wasm' ? [1] : args.threads) {
+          for (const threads of platform === 'wasm' || platform === 'wasm-relaxed' ? [1] : args.threads) {
             const extra = shape === '15M' && format === 'f32' && existsSync(tok) && threads === 1 ? ['--tokenizer', tok] : [];
             let r;
             try {
