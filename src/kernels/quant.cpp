@@ -264,13 +264,23 @@ struct Q4_0 {
     w[3] = _mm_srli_epi16(v, 12);
   }
 #if defined(ATTNLENS_RELAXED_SIMD)
-  // isum from the int8 copy (Bytes::Natural): the nibbles as bytes against elements 0-15 and 16-31,
-  // products summed in pairs (int16 lanes, |·| ≤ 4·15·127), then lanes 2j, 2j + 1 → int32 lane j:
-  // elements 4j..4j+3 and 16+4j..19+4j, isum's lane j. ×256 as isum's (x in Layout::Nib4), for corr.
-  static __m128i isum8(const uint8_t* blk, const int8_t* x) {
+  // isum from the int8 copy (Bytes::Natural): the nibbles as bytes (decode8: elements 0-15, 16-31)
+  // against elements 0-15 and 16-31, products summed in pairs (int16 lanes, |·| ≤ 4·15·127), then
+  // lanes 2j, 2j + 1 times 256 → int32 lane j: elements 4j..4j+3 and 16+4j..19+4j, isum's lane j,
+  // ×256 as isum's (x in Layout::Nib4), for corr.
+  static void decode8(const uint8_t* blk, __m128i* w) {
     const __m128i v = load16(blk + 2);
-    const __m128i p = _mm_add_epi16(relaxed_dot16(x, nib_lo(v)), relaxed_dot16(x + 16, nib_hi(v)));
-    return _mm_slli_epi32(pair_sums(p), 8);
+    w[0] = nib_lo(v);
+    w[1] = nib_hi(v);
+  }
+  static __m128i isum8(const __m128i* w, const int8_t* x) {
+    const __m128i p = _mm_add_epi16(relaxed_dot16(x, w[0]), relaxed_dot16(x + 16, w[1]));
+    return _mm_madd_epi16(p, _mm_set1_epi16(256));
+  }
+  static __m128i isum8(const uint8_t* blk, const int8_t* x) {
+    __m128i w[2];
+    decode8(blk, w);
+    return isum8(w, x);
   }
 #endif
 };
@@ -350,7 +360,8 @@ struct HasCorr<T, std::void_t<decltype(T::kCorr)>> : std::bool_constant<T::kCorr
 template <class T, class = void>
 struct HasIsum8 : std::false_type {};
 template <class T>
-struct HasIsum8<T, std::void_t<decltype(&T::isum8)>> : std::true_type {};
+struct HasIsum8<T, std::void_t<decltype(T::isum8(static_cast<const uint8_t*>(nullptr), static_cast<const int8_t*>(nullptr)))>>
+    : std::true_type {};
 
 // Rows w[0..R) (`stride` bytes apart) · x, one block per iteration, the activation loads shared.
 // The activation pointers advance with the block (emscripten builds with LLVM's loop strength
@@ -396,13 +407,16 @@ RowsDot pick(int R) {
 }
 
 // The prefill tile (quant_simd.h TileDot): per block, W's 32 weights are decoded once into 4 int16
-// vectors and meet the kTileTokens activation blocks; each token's int32 lanes (the same 8-element
-// groups as T::isum: exact integers, so the order of the adds does not matter) and its float
-// accumulation (scale_add with d_w·d_x) are dot_rows' operations in the same order: same bits.
+// vectors (or, with isum8, 2 byte vectors against the int8 tile, Tile8) and meet the kTileTokens
+// activation blocks; each token's int32 lanes (the same 8-element groups as T::isum: exact integers,
+// so the order of the adds does not matter) and its float accumulation (scale_add with d_w·d_x) are
+// dot_rows' operations in the same order: same bits.
 // q4_1/q5_1 (a min term per token as well) keep dot_rows: their 4 more live floats spill in V8.
 template <class T>
 void tile_32(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out_stride) {
   constexpr int NT = kTileTokens;
+  constexpr bool k8 = HasIsum8<T>::value;
+  using At = std::conditional_t<k8, Tile8, Tile16>;
   const F16 f16;
   __m128 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm_setzero_ps();
@@ -411,19 +425,25 @@ void tile_32(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
 #endif
-  for (; p != end; p += T::kBytes, xp += kTileBlock32) {
+  for (; p != end; p += T::kBytes, xp += At::kBlock32) {
     __m128i wv[4];
-    T::decode(p, wv);
+    if constexpr (k8) T::decode8(p, wv);
+    else T::decode(p, wv);
     const float dw = f16(p + T::kD);
     for (int t = 0; t < NT; ++t) {
-      const auto* xv = reinterpret_cast<const __m128i*>(xp + 64 * t);
-      const __m128i s0 = _mm_madd_epi16(wv[0], _mm_load_si128(xv)), s1 = _mm_madd_epi16(wv[1], _mm_load_si128(xv + 1));
-      const __m128i s2 = _mm_madd_epi16(wv[2], _mm_load_si128(xv + 2)), s3 = _mm_madd_epi16(wv[3], _mm_load_si128(xv + 3));
-      __m128i s = _mm_add_epi32(_mm_add_epi32(s0, s1), _mm_add_epi32(s2, s3));
+      __m128i s;
+      if constexpr (k8) {
+        s = T::isum8(wv, reinterpret_cast<const int8_t*>(xp + 32 * t));
+      } else {
+        const auto* xv = reinterpret_cast<const __m128i*>(xp + 64 * t);
+        const __m128i s0 = _mm_madd_epi16(wv[0], _mm_load_si128(xv)), s1 = _mm_madd_epi16(wv[1], _mm_load_si128(xv + 1));
+        const __m128i s2 = _mm_madd_epi16(wv[2], _mm_load_si128(xv + 2)), s3 = _mm_madd_epi16(wv[3], _mm_load_si128(xv + 3));
+        s = _mm_add_epi32(_mm_add_epi32(s0, s1), _mm_add_epi32(s2, s3));
+      }
       if constexpr (HasCorr<T>::value)
-        s = _mm_add_epi32(s, _mm_load_si128(reinterpret_cast<const __m128i*>(xp + kTileCorr32 + 16 * t)));
+        s = _mm_add_epi32(s, _mm_load_si128(reinterpret_cast<const __m128i*>(xp + At::kCorr32 + 16 * t)));
       float dx;
-      std::memcpy(&dx, xp + kTileD32 + 4 * t, 4);
+      std::memcpy(&dx, xp + At::kD32 + 4 * t, 4);
       acc[t] = scale_add(acc[t], s, dw * dx);
     }
   }
@@ -536,13 +556,25 @@ ATTNLENS_ONE_COPY void quantize_rows_simd(DType t, const float* x, int n, int k,
   for (int i = 0; i < n; ++i) quantize_act_row(t, x + size_t(i) * k, k, nb, buf + size_t(i) * stride);
 }
 
+// Where a tile block's parts are (quant_simd.h TileAt), for blocks of 32 or of 256 (sb) and the int16
+// values or the int8 copy (q8).
+struct TileParts {
+  int q, corr, bsums, d, block;
+};
+template <class At>
+constexpr TileParts tile_parts(bool sb) {
+  return sb ? TileParts{At::kQ, 0, At::kBsums256, At::kD256, At::kBlock256} : TileParts{At::kQ, At::kCorr32, 0, At::kD32, At::kBlock32};
+}
+TileParts tile_parts(bool sb, bool q8) { return q8 ? tile_parts<qsimd::Tile8>(sb) : tile_parts<qsimd::Tile16>(sb); }
+
 // kTileTokens rows of x from row i (row layout, rows `stride` bytes apart in buf) into the tile
-// layout of quant_simd.h (nb blocks of 32, or of 256 when sb).
-ATTNLENS_ONE_COPY void pack_tile(bool sb, bool corr, const uint8_t* buf, size_t stride, int i, int k, int nb, uint8_t* out) {
+// layout of quant_simd.h (nb blocks of 32, or of 256 when sb; with q8 their int8 copies).
+ATTNLENS_ONE_COPY void pack_tile(bool sb, bool corr, bool q8, const uint8_t* buf, size_t stride, int i, int k, int nb,
+                                 uint8_t* out) {
   constexpr int NT = qsimd::kTileTokens;
   const int blk = sb ? 256 : 32;
-  const size_t block_bytes = sb ? qsimd::kTileBlock256 : qsimd::kTileBlock32;
-  const int d_at = sb ? qsimd::kTileD256 : qsimd::kTileD32;
+  const TileParts at = tile_parts(sb, q8);
+  const size_t q8_at = act_q8_offset(k, nb);
   // 16-byte pieces: n of them from `from` to `to` (one loop, not unrolled: size)
   const auto copy16 = [](uint8_t* to, const uint8_t* from, int n) {
 #if defined(__clang__)
@@ -553,15 +585,17 @@ ATTNLENS_ONE_COPY void pack_tile(bool sb, bool corr, const uint8_t* buf, size_t 
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
 #endif
-  for (int b = 0; b < nb; ++b, out += block_bytes)
+  for (int b = 0; b < nb; ++b, out += at.block)
     for (int t = 0; t < NT; ++t) {
       const uint8_t* row = buf + size_t(i + t) * stride;
       const uint8_t* c = row + size_t(k) * 2;  // corr [k/32][4] int32, then d [nb], s [nb], bsums [k/16]
       const uint8_t* d = c + size_t(k / 32) * 16;
-      for (int j = 0; j < blk / 32; ++j) copy16(out + 64 * (NT * j + t), row + size_t(2) * blk * b + 64 * j, 4);
-      if (sb) copy16(out + qsimd::kTileBsums256 + 32 * t, d + size_t(nb) * 8 + 32 * size_t(b), 2);
-      else if (corr) copy16(out + qsimd::kTileCorr32 + 16 * t, c + 16 * size_t(b), 1);
-      std::memcpy(out + d_at + 4 * t, d + 4 * size_t(b), 4);
+      // the values of block b: int16 at the row's start, or int8 at q8_at
+      const uint8_t* q = q8 ? row + q8_at + size_t(blk) * b : row + size_t(2) * blk * b;
+      for (int j = 0; j < blk / 32; ++j) copy16(out + at.q * (NT * j + t), q + at.q * j, at.q / 16);
+      if (sb) copy16(out + at.bsums + 32 * t, d + size_t(nb) * 8 + 32 * size_t(b), 2);
+      else if (corr) copy16(out + at.corr + 16 * t, c + 16 * size_t(b), 1);
+      std::memcpy(out + at.d + 4 * t, d + 4 * size_t(b), 4);
     }
 }
 
@@ -589,13 +623,14 @@ bool matmul_q_simd(DType t, const float* x, const uint8_t* prequantized, const u
   const bool sb = qs::act_of(t) == qs::Act::Q8_K;
   const qsimd::TileDot tile = n == 1 ? nullptr : sb ? qsimd::tile_dot_superblock(t) : qsimd::tile_dot_32(t);
   const int tiled = tile ? n / qsimd::kTileTokens * qsimd::kTileTokens : 0;
-  const size_t tile_bytes = size_t(nb) * (sb ? qsimd::kTileBlock256 : qsimd::kTileBlock32);
+  const bool q8 = qsimd::bytes_of(t) != qsimd::Bytes::None;  // the tile reads the int8 copy (Tile8)
+  const size_t tile_bytes = size_t(nb) * size_t(tile_parts(sb, q8).block);
   uint8_t* packed = nullptr;
   if (tiled) {
     packed = static_cast<uint8_t*>(scratch::get(scratch::kPackedX, size_t(tiled / qsimd::kTileTokens) * tile_bytes));
     if (!packed) return false;
     for (int i = 0; i < tiled; i += qsimd::kTileTokens)
-      pack_tile(sb, lay == qsimd::Layout::Nib4, buf, stride16, i, k, nb, packed + size_t(i / qsimd::kTileTokens) * tile_bytes);
+      pack_tile(sb, lay == qsimd::Layout::Nib4, q8, buf, stride16, i, k, nb, packed + size_t(i / qsimd::kTileTokens) * tile_bytes);
   }
   for (int j0 = 0; j0 < m; j0 += block) {
     const int rows = std::min(block, m - j0);

@@ -419,6 +419,26 @@ struct K45Tile {
   }
 };
 
+#if defined(ATTNLENS_RELAXED_SIMD)
+// q4_K's tile from the int8 copy of x (Tile8; Bytes::Natural): chunk j's nibbles as bytes and its
+// scale, per token Q4_K::superblock8's operations on sub-block j (the same int32 lanes).
+struct Q4Tile8 : K45Tile<false> {
+  static void chunk8(const uint8_t* blk, const SbState& st, int j, __m128i* w) {
+    const uint8_t* qs = blk + 16 + 32 * (j >> 1);
+    const int shift = 4 * (j & 1);
+    w[0] = _mm_and_si128(_mm_srli_epi16(load16(qs), shift), bytes(0x0F));
+    w[1] = _mm_and_si128(_mm_srli_epi16(load16(qs + 16), shift), bytes(0x0F));
+    w[2] = _mm_set1_epi16(int16_t(st.sc[j]));
+  }
+  static __m128i isum8(const __m128i* w, const int8_t* x) {
+    return _mm_madd_epi16(_mm_add_epi16(relaxed_dot16(x, w[0]), relaxed_dot16(x + 16, w[1])), w[2]);
+  }
+};
+using Q4Tile = Q4Tile8;
+#else
+using Q4Tile = K45Tile<false>;
+#endif
+
 struct Q6Tile {
   static constexpr int kBytes = qb::kBytesQ6K;
   static void prepare(const uint8_t* blk, SbState& st, const F16& f16) {
@@ -441,18 +461,51 @@ struct Q6Tile {
     const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192) + 8 * h + 2 * s;
     widen_scaled<false>(lo, hi, _mm_set1_epi16(int16_t(sc[0])), _mm_set1_epi16(int16_t(sc[1])), w);
   }
+#if defined(ATTNLENS_RELAXED_SIMD)
+  // From the int8 copy of x (Tile8; Bytes::Pairs8): chunk j's quants as bytes in the same order (one
+  // shuffle per 16, after the byte-wise assembly, with which it commutes) and its two sub-blocks'
+  // scales, per token Q6_K::superblock8's operations on them (the same int32 lanes).
+  static void chunk8(const uint8_t* blk, const SbState&, int j, __m128i* w) {
+    const int h = j >> 2, s = j & 3;
+    const uint8_t* ql = blk + 64 * h + (s & 1 ? 32 : 0);
+    const uint8_t* qh = blk + 128 + 32 * h;
+    const int nshift = s & 2 ? 4 : 0, hshift = 2 * s;
+    const __m128i order = _mm_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+    const auto q = [&](int l) {
+      return lookup16(_mm_or_si128(_mm_and_si128(_mm_srli_epi16(load16(ql + l), nshift), bytes(0x0F)),
+                                   _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(load16(qh + l), hshift), bytes(0x03)), 4)),
+                      order);
+    };
+    w[0] = q(0);
+    w[1] = q(16);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192) + 8 * h + 2 * s;
+    w[2] = _mm_set1_epi16(int16_t(sc[0]));
+    w[3] = _mm_set1_epi16(int16_t(sc[1]));
+  }
+  static __m128i isum8(const __m128i* w, const int8_t* x) {
+    return _mm_add_epi32(_mm_madd_epi16(relaxed_dot16(x, w[0]), w[2]), _mm_madd_epi16(relaxed_dot16(x + 16, w[1]), w[3]));
+  }
+#endif
   static __m128 finish(const SbState& st, __m128i isum, const int16_t* bs, float dx, __m128 acc) {
     return scale_add(acc, _mm_sub_epi32(isum, bsum_dot(st.c_lo, st.c_hi, bs)), st.d * dx);
   }
 };
 
+// Whether T has a chunk8 (the relaxed-SIMD variant's tile on the int8 copy of x, Tile8).
+template <class T, class = void>
+struct HasChunk8 : std::false_type {};
+template <class T>
+struct HasChunk8<T, std::void_t<decltype(&T::chunk8)>> : std::true_type {};
+
 template <class T>
 void tile_sb(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out_stride) {
   constexpr int NT = kTileTokens;
+  constexpr bool k8 = HasChunk8<T>::value;
+  using At = std::conditional_t<k8, Tile8, Tile16>;
   const F16 f16;
   __m128 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm_setzero_ps();
-  for (int b = 0; b < nb; ++b, xp += kTileBlock256) {
+  for (int b = 0; b < nb; ++b, xp += At::kBlock256) {
     const uint8_t* blk = w + size_t(b) * T::kBytes;
     SbState st;
     T::prepare(blk, st, f16);
@@ -462,8 +515,13 @@ void tile_sb(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
 #endif
-    for (int j = 0; j < 8; ++j, xj += 64 * NT) {
+    for (int j = 0; j < 8; ++j, xj += At::kQ * NT) {
       __m128i wv[4];
+      if constexpr (k8) {
+        T::chunk8(blk, st, j, wv);
+        for (int t = 0; t < NT; ++t) isum[t] = _mm_add_epi32(isum[t], T::isum8(wv, reinterpret_cast<const int8_t*>(xj + 32 * t)));
+        continue;
+      }
       T::chunk(blk, st, j, wv);
       for (int t = 0; t < NT; ++t) {
         const auto* xv = reinterpret_cast<const __m128i*>(xj + 64 * t);
@@ -473,9 +531,9 @@ void tile_sb(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out
       }
     }
     for (int t = 0; t < NT; ++t) {
-      const int16_t* bs = reinterpret_cast<const int16_t*>(xp + kTileBsums256 + 32 * t);
+      const int16_t* bs = reinterpret_cast<const int16_t*>(xp + At::kBsums256 + 32 * t);
       float dx;
-      std::memcpy(&dx, xp + kTileD256 + 4 * t, 4);
+      std::memcpy(&dx, xp + At::kD256 + 4 * t, 4);
       acc[t] = T::finish(st, isum[t], bs, dx, acc[t]);
     }
   }
@@ -514,7 +572,7 @@ RowsDot pick(int R) {
 
 TileDot tile_dot_superblock(DType t) {
   switch (t) {
-    case DType::Q4_K: return &tile_sb<K45Tile<false>>;
+    case DType::Q4_K: return &tile_sb<Q4Tile>;
     case DType::Q5_K: return &tile_sb<K45Tile<true>>;
     case DType::Q6_K: return &tile_sb<Q6Tile>;
     default: return nullptr;

@@ -208,13 +208,22 @@ RowsDot rows_dot_superblock(DType t, int R);  // quant_k.cpp: q2_K … q6_K, iq4
 // block, the kTileTokens tokens side by side, so that every load in the inner loop is at a constant
 // offset from one pointer that moves once per block (wasm's load offset immediate: no address
 // arithmetic per token; with rows apart, each token's address cost adds and its pointer a register).
-// Per activation block (32 or 256 elements):
-//   32:  q [32 el / 64 B per token], corr [16 B per token] (Layout::Nib4), d [float per token]
-//   256: q chunk j of 32 elements (j = 0..7): [token] 64 B each, bsums [16 int16 per token], d.
+// Per activation block (32 or 256 elements), with QB bytes per token and 32 values (64: the int16
+// values; 32: the int8 copy, in the relaxed-SIMD variant for the types that have one, bytes_of):
+//   32:  q [32 el / QB B per token], corr [16 B per token] (Layout::Nib4), d [float per token]
+//   256: q chunk j of 32 elements (j = 0..7): [token] QB B each, bsums [16 int16 per token], d.
 constexpr int kTileTokens = 8;  // 4-9% faster than 4 in wasm (bench_kernels --cpu-time, 64x768x2048)
-constexpr int kTileCorr32 = kTileTokens * 64, kTileD32 = kTileTokens * 80, kTileBlock32 = kTileTokens * 84;
-constexpr int kTileBsums256 = kTileTokens * 512, kTileD256 = kTileTokens * 544, kTileBlock256 = kTileTokens * 548;
+template <int QB>
+struct TileAt {
+  static constexpr int kQ = QB;
+  static constexpr int kCorr32 = kTileTokens * QB, kD32 = kCorr32 + kTileTokens * 16, kBlock32 = kD32 + kTileTokens * 4;
+  static constexpr int kBsums256 = kTileTokens * 8 * QB, kD256 = kBsums256 + kTileTokens * 32,
+                       kBlock256 = kD256 + kTileTokens * 4;
+};
+using Tile16 = TileAt<64>;
+using Tile8 = TileAt<32>;
 using TileDot = void (*)(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out_stride);
+// The tile of t reads Tile8 where bytes_of(t) is not Bytes::None (the int8 copy), else Tile16.
 TileDot tile_dot_32(DType t);          // nullptr: no tile kernel for t (the driver uses RowsDot)
 TileDot tile_dot_superblock(DType t);
 
