@@ -162,7 +162,7 @@ void relayout(Layout lay, int16_t* q, int k, float* d, int32_t* corr) {
 
 // The int8 copy of k values in natural order (|q| ≤ 127: the pack does not saturate), in the order `by`.
 void to_bytes(Bytes by, const int16_t* q, int k, int8_t* q8) {
-  const __m128i pairs8 = _mm_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+  const __m128i pairs8 = pairs8_order();
   for (int i = 0; i < k; i += 16) {
     const auto* v = reinterpret_cast<const __m128i*>(q + i);
     __m128i b = _mm_packs_epi16(_mm_load_si128(v), _mm_load_si128(v + 1));

@@ -192,11 +192,19 @@ struct Q6_K {
       default: return _mm_or_si128(nib_hi(l1), _mm_srli_epi16(_mm_and_si128(hb, bytes(0xC0)), 2));
     }
   }
-  static __m128 superblock(const uint8_t* blk, const int16_t* x, const int16_t* bs, float dx, __m128 acc,
-                           const F16& f16) {
+  // x: the int16 values (superblock), or with K8 the int8 copy in Bytes::Pairs8 order (superblock8,
+  // the relaxed-SIMD variant's): the weight bytes are put in the same order by one shuffle per 16 (the
+  // quant assembly is byte-wise, so it commutes with it), and per sub-block one relaxed dot (int16
+  // lanes, |·| ≤ 2·63·127) times its scale in one i32x4.dot_i16x8_s. Either way int32 lane j sums
+  // elements 2j, 2j + 1, 8 + 2j, 9 + 2j of each sub-block: the same integers and float steps.
+  template <bool K8, class X>
+  static __m128 superblock_of(const uint8_t* blk, const X* x, const int16_t* bs, float dx, __m128 acc, const F16& f16) {
     // Lane p of pairs[h] = (sc[8h + 2p], sc[8h + 2p + 1]) as two int16: the scales of row p's two sub-blocks.
     const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
     const __m128i pairs[2] = {lo_s16(s8), hi_s16(s8)};
+    [[maybe_unused]] const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    const __m128i order = pairs8_order();
+    const auto load = [&](const uint8_t* p) { return K8 ? lookup16(load16(p), order) : load16(p); };
     __m128i isum = _mm_setzero_si128();
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
@@ -204,58 +212,41 @@ struct Q6_K {
     for (int h = 0; h < 2; ++h) {
       const uint8_t* ql = blk + 64 * h;
       const uint8_t* qh = blk + 128 + 32 * h;
-      const int16_t* xh = x + 128 * h;
-      const __m128i l00 = load16(ql), l10 = load16(ql + 32), hb0 = load16(qh);            // g = 0
-      const __m128i l01 = load16(ql + 16), l11 = load16(ql + 48), hb1 = load16(qh + 16);  // g = 1
+      const X* xh = x + 128 * h;
+      const __m128i l00 = load(ql), l10 = load(ql + 32), hb0 = load(qh);            // g = 0
+      const __m128i l01 = load(ql + 16), l11 = load(ql + 48), hb1 = load(qh + 16);  // g = 1
 #if defined(__clang__)
 #pragma clang loop unroll(full)
 #endif
       for (int t = 0; t < 4; ++t) {
-        // Each lane of s0 / s1 sums 4 products (|·| ≤ 4·63·128 = 32256): it fits int16.
-        const __m128i s0 = dot16_u8(quants(l00, l10, hb0, t), xh + 32 * t);
-        const __m128i s1 = dot16_u8(quants(l01, l11, hb1, t), xh + 32 * t + 16);
-        isum = _mm_add_epi32(isum, pair_scaled(s0, s1, splat_lane(pairs[h], t)));
+        if constexpr (K8) {
+#if defined(ATTNLENS_RELAXED_SIMD)
+          const __m128i s0 = _mm_madd_epi16(relaxed_dot16(xh + 32 * t, quants(l00, l10, hb0, t)),
+                                            _mm_set1_epi16(int16_t(sc[8 * h + 2 * t])));
+          const __m128i s1 = _mm_madd_epi16(relaxed_dot16(xh + 32 * t + 16, quants(l01, l11, hb1, t)),
+                                            _mm_set1_epi16(int16_t(sc[8 * h + 2 * t + 1])));
+          isum = _mm_add_epi32(isum, _mm_add_epi32(s0, s1));
+#endif
+        } else {
+          // Each lane of s0 / s1 sums 4 products (|·| ≤ 4·63·128 = 32256): it fits int16.
+          const __m128i s0 = dot16_u8(quants(l00, l10, hb0, t), xh + 32 * t);
+          const __m128i s1 = dot16_u8(quants(l01, l11, hb1, t), xh + 32 * t + 16);
+          isum = _mm_add_epi32(isum, pair_scaled(s0, s1, splat_lane(pairs[h], t)));
+        }
       }
     }
     // − 32·Σ_j sc_j·bsums_j: the offset of the unsigned quants (32·|sc| ≤ 4096 fits int16).
     isum = _mm_sub_epi32(isum, bsum_dot(_mm_slli_epi16(pairs[0], 5), _mm_slli_epi16(pairs[1], 5), bs));
     return scale_add(acc, isum, f16(blk + 208) * dx);
   }
+  static __m128 superblock(const uint8_t* blk, const int16_t* x, const int16_t* bs, float dx, __m128 acc,
+                           const F16& f16) {
+    return superblock_of<false>(blk, x, bs, dx, acc, f16);
+  }
 #if defined(ATTNLENS_RELAXED_SIMD)
-  // From the int8 copy of x (Bytes::Pairs8), the weight bytes put in the same order by one shuffle per
-  // 16 (the quant assembly is byte-wise, so it commutes with it): per sub-block one relaxed dot (int16
-  // lanes, |·| ≤ 2·63·127) times its scale in one i32x4.dot_i16x8_s. Int32 lane j sums elements
-  // 2j, 2j + 1, 8 + 2j, 9 + 2j, as superblock()'s dot16_u8 lanes: the same integers and float steps.
   static __m128 superblock8(const uint8_t* blk, const int8_t* x, const int16_t* bs, float dx, __m128 acc,
                             const F16& f16) {
-    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
-    const __m128i pairs[2] = {lo_s16(s8), hi_s16(s8)};
-    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-    const __m128i order = _mm_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
-    const auto in_order = [&](const uint8_t* p) { return lookup16(load16(p), order); };
-    __m128i isum = _mm_setzero_si128();
-#if defined(__clang__)
-#pragma clang loop unroll(disable)
-#endif
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* ql = blk + 64 * h;
-      const uint8_t* qh = blk + 128 + 32 * h;
-      const int8_t* xh = x + 128 * h;
-      const __m128i l00 = in_order(ql), l10 = in_order(ql + 32), hb0 = in_order(qh);            // g = 0
-      const __m128i l01 = in_order(ql + 16), l11 = in_order(ql + 48), hb1 = in_order(qh + 16);  // g = 1
-#if defined(__clang__)
-#pragma clang loop unroll(full)
-#endif
-      for (int t = 0; t < 4; ++t) {
-        const __m128i s0 = _mm_madd_epi16(relaxed_dot16(xh + 32 * t, quants(l00, l10, hb0, t)),
-                                          _mm_set1_epi16(int16_t(sc[8 * h + 2 * t])));
-        const __m128i s1 = _mm_madd_epi16(relaxed_dot16(xh + 32 * t + 16, quants(l01, l11, hb1, t)),
-                                          _mm_set1_epi16(int16_t(sc[8 * h + 2 * t + 1])));
-        isum = _mm_add_epi32(isum, _mm_add_epi32(s0, s1));
-      }
-    }
-    isum = _mm_sub_epi32(isum, bsum_dot(_mm_slli_epi16(pairs[0], 5), _mm_slli_epi16(pairs[1], 5), bs));
-    return scale_add(acc, isum, f16(blk + 208) * dx);
+    return superblock_of<true>(blk, x, bs, dx, acc, f16);
   }
 #endif
 };
@@ -399,17 +390,22 @@ struct K45Tile {
     st.d = f16(blk);
     st.dmin = f16(blk + 2);
   }
-  // Elements 32j … 32j + 31: nibble half (j & 1) of the 32 bytes at 32·(j / 2) (+ q5_K's bit j).
-  static void chunk(const uint8_t* blk, const SbState& st, int j, __m128i* w) {
+  // Elements 32j … 32j + 31 as bytes (lo: 0-15, hi: 16-31): nibble half (j & 1) of the 32 bytes at
+  // 32·(j / 2) (+ q5_K's bit j).
+  static void quants(const uint8_t* blk, int j, __m128i* lo, __m128i* hi) {
     const uint8_t* qs = blk + (Q5 ? 48 : 16) + 32 * (j >> 1);
     const int shift = 4 * (j & 1);
-    __m128i lo = _mm_and_si128(_mm_srli_epi16(load16(qs), shift), bytes(0x0F));
-    __m128i hi = _mm_and_si128(_mm_srli_epi16(load16(qs + 16), shift), bytes(0x0F));
+    *lo = _mm_and_si128(_mm_srli_epi16(load16(qs), shift), bytes(0x0F));
+    *hi = _mm_and_si128(_mm_srli_epi16(load16(qs + 16), shift), bytes(0x0F));
     if constexpr (Q5) {  // bit j of qh[l] → bit 4
       const __m128i mask = bytes(1 << j);
-      lo = _mm_or_si128(lo, _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(load16(blk + 16), mask), mask), bytes(0x10)));
-      hi = _mm_or_si128(hi, _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(load16(blk + 32), mask), mask), bytes(0x10)));
+      *lo = _mm_or_si128(*lo, _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(load16(blk + 16), mask), mask), bytes(0x10)));
+      *hi = _mm_or_si128(*hi, _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(load16(blk + 32), mask), mask), bytes(0x10)));
     }
+  }
+  static void chunk(const uint8_t* blk, const SbState& st, int j, __m128i* w) {
+    __m128i lo, hi;
+    quants(blk, j, &lo, &hi);
     const __m128i s = _mm_set1_epi16(int16_t(st.sc[j]));
     widen_scaled<!Q5>(lo, hi, s, s, w);
   }
@@ -424,10 +420,7 @@ struct K45Tile {
 // scale, per token Q4_K::superblock8's operations on sub-block j (the same int32 lanes).
 struct Q4Tile8 : K45Tile<false> {
   static void chunk8(const uint8_t* blk, const SbState& st, int j, __m128i* w) {
-    const uint8_t* qs = blk + 16 + 32 * (j >> 1);
-    const int shift = 4 * (j & 1);
-    w[0] = _mm_and_si128(_mm_srli_epi16(load16(qs), shift), bytes(0x0F));
-    w[1] = _mm_and_si128(_mm_srli_epi16(load16(qs + 16), shift), bytes(0x0F));
+    quants(blk, j, &w[0], &w[1]);
     w[2] = _mm_set1_epi16(int16_t(st.sc[j]));
   }
   static __m128i isum8(const __m128i* w, const int8_t* x) {
@@ -447,18 +440,24 @@ struct Q6Tile {
     st.c_hi = _mm_slli_epi16(hi_s16(s8), 5);
     st.d = f16(blk + 208);
   }
-  // Elements 32j … 32j + 31 = 128h + 32s + l (h = j / 4, s = j % 4): see Q6_K above; l < 16 is
-  // sub-block 8h + 2s, l ≥ 16 sub-block 8h + 2s + 1.
-  static void chunk(const uint8_t* blk, const SbState&, int j, __m128i* w) {
+  // Elements 32j … 32j + 31 = 128h + 32s + l (h = j / 4, s = j % 4) as bytes (lo: l < 16, sub-block
+  // 8h + 2s; hi: l ≥ 16, sub-block 8h + 2s + 1; see Q6_K above), and those two sub-blocks' scales.
+  static const int8_t* quants(const uint8_t* blk, int j, __m128i* lo, __m128i* hi) {
     const int h = j >> 2, s = j & 3;
     const uint8_t* ql = blk + 64 * h + (s & 1 ? 32 : 0);
     const uint8_t* qh = blk + 128 + 32 * h;
     const int nshift = s & 2 ? 4 : 0, hshift = 2 * s;
-    const __m128i lo = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(load16(ql), nshift), bytes(0x0F)),
-                                    _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(load16(qh), hshift), bytes(0x03)), 4));
-    const __m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(load16(ql + 16), nshift), bytes(0x0F)),
-                                    _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(load16(qh + 16), hshift), bytes(0x03)), 4));
-    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192) + 8 * h + 2 * s;
+    const auto q = [&](int l) {
+      return _mm_or_si128(_mm_and_si128(_mm_srli_epi16(load16(ql + l), nshift), bytes(0x0F)),
+                          _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(load16(qh + l), hshift), bytes(0x03)), 4));
+    };
+    *lo = q(0);
+    *hi = q(16);
+    return reinterpret_cast<const int8_t*>(blk + 192) + 8 * h + 2 * s;
+  }
+  static void chunk(const uint8_t* blk, const SbState&, int j, __m128i* w) {
+    __m128i lo, hi;
+    const int8_t* sc = quants(blk, j, &lo, &hi);
     widen_scaled<false>(lo, hi, _mm_set1_epi16(int16_t(sc[0])), _mm_set1_epi16(int16_t(sc[1])), w);
   }
 #if defined(ATTNLENS_RELAXED_SIMD)
@@ -466,19 +465,10 @@ struct Q6Tile {
   // shuffle per 16, after the byte-wise assembly, with which it commutes) and its two sub-blocks'
   // scales, per token Q6_K::superblock8's operations on them (the same int32 lanes).
   static void chunk8(const uint8_t* blk, const SbState&, int j, __m128i* w) {
-    const int h = j >> 2, s = j & 3;
-    const uint8_t* ql = blk + 64 * h + (s & 1 ? 32 : 0);
-    const uint8_t* qh = blk + 128 + 32 * h;
-    const int nshift = s & 2 ? 4 : 0, hshift = 2 * s;
-    const __m128i order = _mm_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
-    const auto q = [&](int l) {
-      return lookup16(_mm_or_si128(_mm_and_si128(_mm_srli_epi16(load16(ql + l), nshift), bytes(0x0F)),
-                                   _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(load16(qh + l), hshift), bytes(0x03)), 4)),
-                      order);
-    };
-    w[0] = q(0);
-    w[1] = q(16);
-    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192) + 8 * h + 2 * s;
+    const __m128i order = pairs8_order();
+    const int8_t* sc = quants(blk, j, &w[0], &w[1]);
+    w[0] = lookup16(w[0], order);
+    w[1] = lookup16(w[1], order);
     w[2] = _mm_set1_epi16(int16_t(sc[0]));
     w[3] = _mm_set1_epi16(int16_t(sc[1]));
   }

@@ -144,6 +144,8 @@ inline __m128i lookup16(__m128i table, __m128i idx) {
   return _mm_shuffle_epi8(table, idx);
 #endif
 }
+// 16 bytes put in Bytes::Pairs8's order: lookup16(v, pairs8_order()).
+inline __m128i pairs8_order() { return _mm_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15); }
 
 // Low and high nibbles of 16 bytes, as bytes 0..15.
 inline __m128i nib_lo(__m128i v) { return _mm_and_si128(v, bytes(0x0F)); }
