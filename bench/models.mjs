@@ -5,7 +5,7 @@
 // (wllama, in Chromium) and llama.cpp native, with 1 and 2 threads, f32, q8_0 and the 4-bit GGUF
 // types. See bench/README.md for the method and what each figure means.
 //
-//   node bench/models.mjs [--shapes 15M,42M,110M] [--formats f32,q8_0,q4_0,q4_k_m] [--platforms wasm,wasm-mt,native]
+//   node bench/models.mjs [--shapes 15M,42M,110M] [--formats f32,q8_0,q4_0,q4_k_m] [--platforms wasm,wasm-mt,wasm-mt-relaxed,native]
 //                         [--threads 1,2] [--quick] [--rounds N] [--no-anchor] [--no-anchor-256] [--no-peers]
 //                         [--no-api] [--no-build] [--json FILE] [--verbose]
 //
@@ -74,7 +74,7 @@ const loadNow = () => loadavg().map((x) => x.toFixed(2)).join(' / ');
 const sample = (when) => ({ when, load: loadNow(), at: new Date().toISOString() });
 
 function parseArgs(argv) {
-  const a = { shapes: Object.keys(SHAPES), formats: ['f32', 'q8_0', ...QUANT], platforms: ['wasm', 'wasm-mt', 'native'],
+  const a = { shapes: Object.keys(SHAPES), formats: ['f32', 'q8_0', ...QUANT], platforms: ['wasm', 'wasm-mt', 'wasm-mt-relaxed', 'native'],
               threads: [1, 2], quick: false, rounds: 1, anchor: true, anchor256: true, peers: true, api: true, build: true,
               json: null, verbose: false };
   for (let i = 0; i < argv.length; i++) {
@@ -679,9 +679,10 @@ async function main() {
 }
 
 // README.md's performance table, from one run's results: the medians, each beside its peer.
-function readmeTable(results, args) {
+// The README's table of one pthreads build (wasm-mt, or its relaxed-SIMD twin) beside the peers.
+function readmeRows(results, args, platform) {
   const med = (xs) => median((xs ?? []).filter((x) => x != null));
-  const ours = (shape, format, t, f) => med((results.ours[oursKey(shape, format, 'wasm-mt', t)] ?? []).map(f));
+  const ours = (shape, format, t, f) => med((results.ours[oursKey(shape, format, platform, t)] ?? []).map(f));
   const anchor = (shape, t, f) => med((results.anchor[t > 1 ? `${shape}@${t}` : shape] ?? []).map(f));
   const peer = (shape, format, engine, t, f) => med((results.peers[`${shape}/${format}/${engine}@${t}`] ?? []).map(f));
   const n = (x, d = 0) => (x == null || !Number.isFinite(x) ? '–' : x.toFixed(d));
@@ -712,11 +713,21 @@ function readmeTable(results, args) {
       });
     }
   }
-  const out = [`| AttnLens wasm pthreads build in Node | ${args.shapes.join(' | ')} |`, `| --- | ${args.shapes.map(() => '---').join(' | ')} |`, ...rows];
-  // every target: how many shapes meet it, and the values
+  return rows;
+}
+
+function readmeTable(results, args) {
+  const out = [];
+  for (const [platform, title] of [['wasm-mt', 'AttnLens wasm pthreads build in Node'],
+                                   ['wasm-mt-relaxed', 'The same build on the relaxed-SIMD kernels (Node 20 with --experimental-wasm-relaxed-simd)']]) {
+    if (!args.platforms.includes(platform)) continue;
+    if (out.length) out.push('');
+    out.push(`| ${title} | ${args.shapes.join(' | ')} |`, `| --- | ${args.shapes.map(() => '---').join(' | ')} |`, ...readmeRows(results, args, platform));
+  }
+  // every target: how many shapes meet it, and the values (per build)
   const byName = new Map();
   for (const c of results.checks ?? []) {
-    const key = `${c.format} ${c.name}`;
+    const key = `${c.format} ${c.name}${c.engine === 'ours wasm-mt' ? '' : ` (${c.engine.replace(/^ours /, '')})`}`;
     if (!byName.has(key)) byName.set(key, []);
     byName.get(key).push(c);
   }
