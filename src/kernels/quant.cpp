@@ -99,6 +99,7 @@ Bytes bytes_of(DType t) {
   switch (t) {
     case DType::Q4_0:
     case DType::Q4_K: return Bytes::Natural;
+    case DType::Q5_K:
     case DType::Q6_K: return Bytes::Pairs8;
     default: return Bytes::None;
   }

@@ -78,27 +78,37 @@ inline __m128i k4_mins(const uint8_t* mn, const int16_t* bs) {
   return bsum_dot(lo_u16(dup), hi_u16(dup), bs);
 }
 
-template <bool Q5>
-inline __m128 k45_superblock(const uint8_t* blk, const int16_t* x, const int16_t* bs, float dx, __m128 acc,
+// x: the int16 values (Layout::EvenOdd16 for q4_K, Natural for q5_K), or with K8 (the relaxed-SIMD
+// variant's superblock8) the int8 copy: q4_K's in Bytes::Natural, q5_K's in Bytes::Pairs8, whose
+// order q5_K's quant bytes get by one shuffle per 16 (the 5th-bit merge is byte-wise, so it commutes
+// with it). With K8 each sub-block is two relaxed dots summed in int16 (|·| ≤ 4·31·127) times its
+// scale in one i32x4.dot_i16x8_s; int32 lane j then sums the elements of the int16 path's lane j
+// (q4_K: 4j..4j+3 and 16+4j..19+4j of the sub-block, as dot_eo; q5_K: 2j, 2j + 1, 8 + 2j, 9 + 2j of
+// each 16, as dot16_u8), so the same integers and the same float steps.
+template <bool Q5, bool K8, class X>
+inline __m128 k45_superblock(const uint8_t* blk, const X* x, const int16_t* bs, float dx, __m128 acc,
                              const F16& f16) {
   uint8_t sc[8], mn[8];
   k4_unpack(blk + 4, sc, mn);
   alignas(16) int32_t sc16[4];  // (sc[2c], sc[2c+1]) as two int16
   _mm_store_si128(reinterpret_cast<__m128i*>(sc16), lo_u16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+  const __m128i order = pairs8_order();
+  // q5_K's bytes in the order of its int8 copy (K8), else as stored
+  const auto load = [&](const uint8_t* p) { return Q5 && K8 ? lookup16(load16(p), order) : load16(p); };
   const uint8_t* qs = blk + (Q5 ? 48 : 16);
   __m128i h0 = _mm_setzero_si128(), h1 = _mm_setzero_si128();
   if constexpr (Q5) {
-    h0 = load16(blk + 16);
-    h1 = load16(blk + 32);
+    h0 = load(blk + 16);
+    h1 = load(blk + 32);
   }
   __m128i isum = _mm_setzero_si128();
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
 #endif
   for (int c = 0; c < 4; ++c) {
-    const __m128i v0 = load16(qs + 32 * c), v1 = load16(qs + 32 * c + 16);
-    const int16_t* xc = x + 64 * c;
-    if constexpr (!Q5) {
+    const __m128i v0 = load(qs + 32 * c), v1 = load(qs + 32 * c + 16);
+    const X* xc = x + 64 * c;
+    if constexpr (!Q5 && !K8) {
       // x in Layout::EvenOdd16. Lane i of v0 (as int16) holds elements 2i (bits 0-3) and 2i + 1
       // (bits 8-11) of sub-block 2c, at bits 4-7 and 12-15 those of sub-block 2c + 1; v1 the same
       // for elements 16 + 2i, 17 + 2i.
@@ -123,53 +133,38 @@ inline __m128 k45_superblock(const uint8_t* blk, const int16_t* x, const int16_t
       h0 = _mm_srli_epi16(h0, 2);
       h1 = _mm_srli_epi16(h1, 2);
     }
-    const __m128i s_lo = _mm_add_epi32(dot16_u8(lo0, xc), dot16_u8(lo1, xc + 16));
-    const __m128i s_hi = _mm_add_epi32(dot16_u8(hi0, xc + 32), dot16_u8(hi1, xc + 48));
-    // Each lane sums 8 products (|·| ≤ 8·31·128 = 31744): both scales in one dot, as q4_K's.
-    isum = _mm_add_epi32(isum, pair_scaled(s_lo, s_hi, _mm_set1_epi32(sc16[c])));
+    if constexpr (K8) {
+#if defined(ATTNLENS_RELAXED_SIMD)
+      const __m128i p_lo = _mm_add_epi16(relaxed_dot16(xc, lo0), relaxed_dot16(xc + 16, lo1));
+      const __m128i p_hi = _mm_add_epi16(relaxed_dot16(xc + 32, hi0), relaxed_dot16(xc + 48, hi1));
+      isum = _mm_add_epi32(isum, _mm_add_epi32(_mm_madd_epi16(p_lo, _mm_set1_epi16(int16_t(sc[2 * c]))),
+                                               _mm_madd_epi16(p_hi, _mm_set1_epi16(int16_t(sc[2 * c + 1])))));
+#endif
+    } else {
+      const __m128i s_lo = _mm_add_epi32(dot16_u8(lo0, xc), dot16_u8(lo1, xc + 16));
+      const __m128i s_hi = _mm_add_epi32(dot16_u8(hi0, xc + 32), dot16_u8(hi1, xc + 48));
+      // Each lane sums 8 products (|·| ≤ 8·31·128 = 31744): both scales in one dot, as q4_K's.
+      isum = _mm_add_epi32(isum, pair_scaled(s_lo, s_hi, _mm_set1_epi32(sc16[c])));
+    }
   }
   acc = scale_add(acc, isum, f16(blk) * dx);
   return _mm_sub_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(k4_mins(mn, bs)), _mm_set1_ps(f16(blk + 2) * dx)));
 }
 
-struct Q4_K {
-  static constexpr int kBytes = qb::kBytesQ4K;
+template <bool Q5>
+struct K45 {
+  static constexpr int kBytes = Q5 ? qb::kBytesQ5K : qb::kBytesQ4K;
   static __m128 superblock(const uint8_t* b, const int16_t* x, const int16_t* bs, float dx, __m128 acc, const F16& f) {
-    return k45_superblock<false>(b, x, bs, dx, acc, f);
+    return k45_superblock<Q5, false>(b, x, bs, dx, acc, f);
   }
 #if defined(ATTNLENS_RELAXED_SIMD)
-  // From the int8 copy of x (Bytes::Natural): per 64 weights, sub-block 2c (low nibbles) and 2c + 1
-  // (high nibbles), each as two relaxed dots summed in int16 (|·| ≤ 4·15·127), times its scale in
-  // one i32x4.dot_i16x8_s: int32 lane j sums elements 4j..4j+3 and 16+4j..19+4j of the sub-block,
-  // the lanes of superblock() (dot_eo), so the same integers and the same float steps.
-  static __m128 superblock8(const uint8_t* blk, const int8_t* x, const int16_t* bs, float dx, __m128 acc,
-                            const F16& f16) {
-    uint8_t sc[8], mn[8];
-    k4_unpack(blk + 4, sc, mn);
-    const uint8_t* qs = blk + 16;
-    __m128i isum = _mm_setzero_si128();
-#if defined(__clang__)
-#pragma clang loop unroll(disable)
-#endif
-    for (int c = 0; c < 4; ++c) {
-      const __m128i v0 = load16(qs + 32 * c), v1 = load16(qs + 32 * c + 16);
-      const int8_t* xc = x + 64 * c;
-      const __m128i p_lo = _mm_add_epi16(relaxed_dot16(xc, nib_lo(v0)), relaxed_dot16(xc + 16, nib_lo(v1)));
-      const __m128i p_hi = _mm_add_epi16(relaxed_dot16(xc + 32, nib_hi(v0)), relaxed_dot16(xc + 48, nib_hi(v1)));
-      isum = _mm_add_epi32(isum, _mm_add_epi32(_mm_madd_epi16(p_lo, _mm_set1_epi16(int16_t(sc[2 * c]))),
-                                               _mm_madd_epi16(p_hi, _mm_set1_epi16(int16_t(sc[2 * c + 1])))));
-    }
-    acc = scale_add(acc, isum, f16(blk) * dx);
-    return _mm_sub_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(k4_mins(mn, bs)), _mm_set1_ps(f16(blk + 2) * dx)));
+  static __m128 superblock8(const uint8_t* b, const int8_t* x, const int16_t* bs, float dx, __m128 acc, const F16& f) {
+    return k45_superblock<Q5, true>(b, x, bs, dx, acc, f);
   }
 #endif
 };
-struct Q5_K {
-  static constexpr int kBytes = qb::kBytesQ5K;
-  static __m128 superblock(const uint8_t* b, const int16_t* x, const int16_t* bs, float dx, __m128 acc, const F16& f) {
-    return k45_superblock<true>(b, x, bs, dx, acc, f);
-  }
-};
+using Q4_K = K45<false>;
+using Q5_K = K45<true>;
 
 // ---- q6_K: 16 sub-blocks of 16, int8 scales, q − 32 ----------------------------------------------
 // Half h (128 weights): ql [64], qh [32]; with l = 16g + i (g = 0, 1):
@@ -416,20 +411,28 @@ struct K45Tile {
 };
 
 #if defined(ATTNLENS_RELAXED_SIMD)
-// q4_K's tile from the int8 copy of x (Tile8; Bytes::Natural): chunk j's nibbles as bytes and its
-// scale, per token Q4_K::superblock8's operations on sub-block j (the same int32 lanes).
-struct Q4Tile8 : K45Tile<false> {
+// q4_K's and q5_K's tiles from the int8 copy of x (Tile8; q4_K's in Bytes::Natural, q5_K's in
+// Bytes::Pairs8, whose order its quant bytes get by one shuffle per 16): chunk j's quants as bytes and
+// its scale, per token k45_superblock's K8 operations on sub-block j (the same int32 lanes).
+template <bool Q5>
+struct K45Tile8 : K45Tile<Q5> {
   static void chunk8(const uint8_t* blk, const SbState& st, int j, __m128i* w) {
-    quants(blk, j, &w[0], &w[1]);
+    K45Tile<Q5>::quants(blk, j, &w[0], &w[1]);
+    if constexpr (Q5) {
+      w[0] = lookup16(w[0], pairs8_order());
+      w[1] = lookup16(w[1], pairs8_order());
+    }
     w[2] = _mm_set1_epi16(int16_t(st.sc[j]));
   }
   static __m128i isum8(const __m128i* w, const int8_t* x) {
     return _mm_madd_epi16(_mm_add_epi16(relaxed_dot16(x, w[0]), relaxed_dot16(x + 16, w[1])), w[2]);
   }
 };
-using Q4Tile = Q4Tile8;
+using Q4Tile = K45Tile8<false>;
+using Q5Tile = K45Tile8<true>;
 #else
 using Q4Tile = K45Tile<false>;
+using Q5Tile = K45Tile<true>;
 #endif
 
 struct Q6Tile {
@@ -563,7 +566,7 @@ RowsDot pick(int R) {
 TileDot tile_dot_superblock(DType t) {
   switch (t) {
     case DType::Q4_K: return &tile_sb<Q4Tile>;
-    case DType::Q5_K: return &tile_sb<K45Tile<true>>;
+    case DType::Q5_K: return &tile_sb<Q5Tile>;
     case DType::Q6_K: return &tile_sb<Q6Tile>;
     default: return nullptr;
   }

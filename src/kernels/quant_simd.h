@@ -58,16 +58,16 @@ struct ActRow {
 //              (power-of-two factors are exact in the conversions and products).
 enum class Layout { Natural, EvenOdd16, Nib4 };
 
-// The int8 copy of a row's values (ActRow::q8) that the relaxed-SIMD variant's decode kernels read
-// with i16x8.relaxed_dot_i8x16_i7x16_s (quant.cpp, quant_k.cpp: 16 products of an int8 and a 7-bit
-// weight in one instruction, summed in pairs to int16 lanes; one x86 pmaddubsw). The kernels keep the
-// int32 lanes of their portable twins — lane j of a block sums the same elements, exactly — so both
-// variants, and the prefill tiles (which read the int16 values), give the same bits:
+// The int8 copy of a row's values (ActRow::q8) that the relaxed-SIMD variant's decode kernels and
+// prefill tiles (Tile8) read with i16x8.relaxed_dot_i8x16_i7x16_s (quant.cpp, quant_k.cpp: 16
+// products of an int8 and a 7-bit weight in one instruction, summed in pairs to int16 lanes; one x86
+// pmaddubsw). The kernels keep the int32 lanes of their portable twins — lane j of a block sums the
+// same elements, exactly — so both variants, decode and prefill, give the same bits:
 //   None     no copy (the portable builds; the types without such a kernel).
 //   Natural  element order (q4_0, q4_K).
-//   Pairs8   per 16 elements the order 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15 (q6_K: its portable lane
-//            j holds elements 2j, 2j + 1, 8 + 2j, 9 + 2j of a sub-block; the weights get the same order
-//            by one byte shuffle per 16).
+//   Pairs8   per 16 elements the order 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15 (q5_K, q6_K: their
+//            portable lane j holds elements 2j, 2j + 1, 8 + 2j, 9 + 2j of each 16; the weights get the
+//            same order by one byte shuffle per 16).
 enum class Bytes { None, Natural, Pairs8 };
 // 1 where rows carry the int8 copy (the relaxed-SIMD variant), else 0: the kernels advance their
 // pointer into it by kBytesStep × the elements (0 keeps a null pointer null).
