@@ -6,10 +6,12 @@
 //             simd: 'portable' and simd: 'relaxed' (each worker its own engine), alternated per pass.
 // Per engine: f32 prefill of 64 and 256 tokens (ms, from generate()'s timings), f32 decode (tok/s over
 // 64 greedy tokens), and the same with quantize: 'q8_0' (its integer kernels are the same in both
-// builds: the f32 parts, attention and the norms' neighbours, are what changes). Random llama2.c
+// builds: the f32 parts, attention and the norms' neighbours, are what changes), 'q4_0' and 'q4_k'
+// (whose kernels use the int8 relaxed dot product in the relaxed build; --formats). Random llama2.c
 // checkpoints of the stories42M / 110M shapes (bench/models.mjs checkpoint(), the peers' when set up).
 // A benchmark, not a test: nothing fails.
-//   node bench/relaxed.mjs [--shapes 42M,110M] [--rounds 3] [--threads 1] [--no-node] [--no-browser] [--quick] [--json FILE]
+//   node bench/relaxed.mjs [--shapes 42M,110M] [--formats f32,q8_0,q4_0,q4_k] [--rounds 3] [--threads 1] [--no-node]
+//                          [--no-browser] [--quick] [--json FILE]
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -25,6 +27,7 @@ const argv = process.argv.slice(2);
 const opt = (name, dflt) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : dflt);
 const args = {
   shapes: opt('--shapes', '42M,110M').split(','),
+  formats: opt('--formats', 'f32,q8_0,q4_0,q4_k').split(',').map((f) => (f === 'f32' ? '' : f)),
   rounds: Number(opt('--rounds', '3')),
   threads: Number(opt('--threads', '1')),
   node: !argv.includes('--no-node'),
@@ -146,7 +149,8 @@ async function main() {
   const load0 = loadavg().map((x) => x.toFixed(2)).join(' / ');
   for (const shape of args.shapes) {
     const ckpt = checkpoint(shape, null);
-    for (const quantize of ['', 'q8_0']) {
+    for (const quantize of args.formats) {
+      if (!['', 'q8_0', 'q4_0', 'q4_k'].includes(quantize)) throw new Error(`--formats: f32, q8_0, q4_0 or q4_k, got ${quantize}`);
       const label = `${shape} ${quantize || 'f32'}`;
       if (args.node) {
         const runs = { portable: [], relaxed: [] };
