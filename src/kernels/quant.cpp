@@ -557,24 +557,32 @@ ATTNLENS_ONE_COPY void quantize_rows_simd(DType t, const float* x, int n, int k,
   for (int i = 0; i < n; ++i) quantize_act_row(t, x + size_t(i) * k, k, nb, buf + size_t(i) * stride);
 }
 
-// Where a tile block's parts are (quant_simd.h TileAt), for blocks of 32 or of 256 (sb) and the int16
-// values or the int8 copy (q8).
-struct TileParts {
-  int q, corr, bsums, d, block;
+// The tile layout a weight type's tile kernel reads (quant_simd.h TileAt): blocks of 32 or of 256
+// (sb), with q4_0's corr, of the int16 values or of the int8 copy (q8); parts() says where a tile
+// block's parts are, in bytes.
+struct TileFormat {
+  bool sb, corr, q8;
+  struct Parts {
+    int q, corr, bsums, d, block;
+  };
+  template <class At>
+  Parts parts_of() const {
+    return sb ? Parts{At::kQ, 0, At::kBsums256, At::kD256, At::kBlock256} : Parts{At::kQ, At::kCorr32, 0, At::kD32, At::kBlock32};
+  }
+  Parts parts() const { return q8 ? parts_of<qsimd::Tile8>() : parts_of<qsimd::Tile16>(); }
 };
-template <class At>
-constexpr TileParts tile_parts(bool sb) {
-  return sb ? TileParts{At::kQ, 0, At::kBsums256, At::kD256, At::kBlock256} : TileParts{At::kQ, At::kCorr32, 0, At::kD32, At::kBlock32};
+TileFormat tile_format(DType t) {
+  return {qs::act_of(t) == qs::Act::Q8_K, qsimd::layout_of(t) == qsimd::Layout::Nib4,
+          qsimd::bytes_of(t) != qsimd::Bytes::None};
 }
-TileParts tile_parts(bool sb, bool q8) { return q8 ? tile_parts<qsimd::Tile8>(sb) : tile_parts<qsimd::Tile16>(sb); }
 
 // kTileTokens rows of x from row i (row layout, rows `stride` bytes apart in buf) into the tile
-// layout of quant_simd.h (nb blocks of 32, or of 256 when sb; with q8 their int8 copies).
-ATTNLENS_ONE_COPY void pack_tile(bool sb, bool corr, bool q8, const uint8_t* buf, size_t stride, int i, int k, int nb,
-                                 uint8_t* out) {
+// layout f (nb blocks of 32 or 256 values).
+ATTNLENS_ONE_COPY void pack_tile(const TileFormat& f, const uint8_t* buf, size_t stride, int i, int k, int nb, uint8_t* out) {
   constexpr int NT = qsimd::kTileTokens;
+  const bool sb = f.sb, corr = f.corr, q8 = f.q8;
   const int blk = sb ? 256 : 32;
-  const TileParts at = tile_parts(sb, q8);
+  const TileFormat::Parts at = f.parts();
   const size_t q8_at = act_q8_offset(k, nb);
   // 16-byte pieces: n of them from `from` to `to` (one loop, not unrolled: size)
   const auto copy16 = [](uint8_t* to, const uint8_t* from, int n) {
@@ -616,22 +624,20 @@ bool matmul_q_simd(DType t, const float* x, const uint8_t* prequantized, const u
     quantize_rows_simd(t, x, n, k, nb, buf);
   }
   auto row_of = [&](int i) { return act_row(buf + size_t(i) * stride16, k, nb); };
-  const qsimd::Layout lay = qsimd::layout_of(t);
   const size_t row_bytes = qb::row_bytes(t, k);
   const int block = n == 1 ? m : std::max(2, int((256 << 10) / row_bytes));
   // Prefill: tiles of one W row × kTileTokens rows of x (each block of W decoded once per tile); the
   // tokens left over (n % kTileTokens) go through the pairs of rows. Both give the same bits.
-  const bool sb = qs::act_of(t) == qs::Act::Q8_K;
-  const qsimd::TileDot tile = n == 1 ? nullptr : sb ? qsimd::tile_dot_superblock(t) : qsimd::tile_dot_32(t);
+  const TileFormat format = tile_format(t);
+  const qsimd::TileDot tile = n == 1 ? nullptr : format.sb ? qsimd::tile_dot_superblock(t) : qsimd::tile_dot_32(t);
   const int tiled = tile ? n / qsimd::kTileTokens * qsimd::kTileTokens : 0;
-  const bool q8 = qsimd::bytes_of(t) != qsimd::Bytes::None;  // the tile reads the int8 copy (Tile8)
-  const size_t tile_bytes = size_t(nb) * size_t(tile_parts(sb, q8).block);
+  const size_t tile_bytes = size_t(nb) * size_t(format.parts().block);
   uint8_t* packed = nullptr;
   if (tiled) {
     packed = static_cast<uint8_t*>(scratch::get(scratch::kPackedX, size_t(tiled / qsimd::kTileTokens) * tile_bytes));
     if (!packed) return false;
     for (int i = 0; i < tiled; i += qsimd::kTileTokens)
-      pack_tile(sb, lay == qsimd::Layout::Nib4, q8, buf, stride16, i, k, nb, packed + size_t(i / qsimd::kTileTokens) * tile_bytes);
+      pack_tile(format, buf, stride16, i, k, nb, packed + size_t(i / qsimd::kTileTokens) * tile_bytes);
   }
   for (int j0 = 0; j0 < m; j0 += block) {
     const int rows = std::min(block, m - j0);
