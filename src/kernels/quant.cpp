@@ -89,7 +89,8 @@ inline int scale_round(const float* x, int n, float scale, int16_t* xq) {
 Layout layout_of(DType t) {
   switch (t) {
     case DType::Q4_0: return Layout::Nib4;
-    case DType::Q4_K: return Layout::EvenOdd16;
+    // The relaxed-SIMD variant's q4_K kernels read only the int8 copy (and bsums, d): no relayout.
+    case DType::Q4_K: return kBytesStep ? Layout::Natural : Layout::EvenOdd16;
     default: return Layout::Natural;
   }
 }
@@ -275,8 +276,7 @@ struct Q4_0 {
     w[1] = nib_hi(v);
   }
   static __m128i isum8(const __m128i* w, const int8_t* x) {
-    const __m128i p = _mm_add_epi16(relaxed_dot16(x, w[0]), relaxed_dot16(x + 16, w[1]));
-    return _mm_madd_epi16(p, _mm_set1_epi16(256));
+    return _mm_madd_epi16(relaxed_dot32(x, w[0], w[1]), _mm_set1_epi16(256));
   }
   static __m128i isum8(const uint8_t* blk, const int8_t* x) {
     __m128i w[2];
@@ -357,12 +357,11 @@ struct HasCorr : std::false_type {};
 template <class T>
 struct HasCorr<T, std::void_t<decltype(T::kCorr)>> : std::bool_constant<T::kCorr> {};
 
-// Whether T has an isum8 (the relaxed-SIMD variant's, from the int8 copy of x).
+// Whether T has the relaxed-SIMD variant's decode8 / isum8 (from the int8 copy of x).
 template <class T, class = void>
 struct HasIsum8 : std::false_type {};
 template <class T>
-struct HasIsum8<T, std::void_t<decltype(T::isum8(static_cast<const uint8_t*>(nullptr), static_cast<const int8_t*>(nullptr)))>>
-    : std::true_type {};
+struct HasIsum8<T, std::void_t<decltype(&T::decode8)>> : std::true_type {};
 
 // Rows w[0..R) (`stride` bytes apart) · x, one block per iteration, the activation loads shared.
 // The activation pointers advance with the block (emscripten builds with LLVM's loop strength

@@ -135,8 +135,7 @@ inline __m128 k45_superblock(const uint8_t* blk, const X* x, const int16_t* bs, 
     }
     if constexpr (K8) {
 #if defined(ATTNLENS_RELAXED_SIMD)
-      const __m128i p_lo = _mm_add_epi16(relaxed_dot16(xc, lo0), relaxed_dot16(xc + 16, lo1));
-      const __m128i p_hi = _mm_add_epi16(relaxed_dot16(xc + 32, hi0), relaxed_dot16(xc + 48, hi1));
+      const __m128i p_lo = relaxed_dot32(xc, lo0, lo1), p_hi = relaxed_dot32(xc + 32, hi0, hi1);
       isum = _mm_add_epi32(isum, _mm_add_epi32(_mm_madd_epi16(p_lo, _mm_set1_epi16(int16_t(sc[2 * c]))),
                                                _mm_madd_epi16(p_hi, _mm_set1_epi16(int16_t(sc[2 * c + 1])))));
 #endif
@@ -425,7 +424,7 @@ struct K45Tile8 : K45Tile<Q5> {
     w[2] = _mm_set1_epi16(int16_t(st.sc[j]));
   }
   static __m128i isum8(const __m128i* w, const int8_t* x) {
-    return _mm_madd_epi16(_mm_add_epi16(relaxed_dot16(x, w[0]), relaxed_dot16(x + 16, w[1])), w[2]);
+    return _mm_madd_epi16(relaxed_dot32(x, w[0], w[1]), w[2]);
   }
 };
 using Q4Tile = K45Tile8<false>;

@@ -48,7 +48,7 @@ struct ActRow {
 //   EvenOdd16  per 16 elements, the 8 even ones then the 8 odd ones. A 16-byte vector of weights
 //              read as 8 int16 lanes holds element 2i in the low byte of lane i and 2i + 1 in the
 //              high byte: `v & 0x00FF` and `v >> 8` (one operation each, or one more for a nibble)
-//              are the two halves in int16 lanes, no byte widening (q4_K).
+//              are the two halves in int16 lanes, no byte widening (q4_K in the portable builds).
 //   Nib4       q4_0: per block of 32, four vectors of 8 lanes, 256·x[2i], x[2i+1], 16·x[16+2i],
 //              256·x[17+2i]. The 16 nibble bytes read as int16 lanes hold nibbles 2i, 16+2i, 2i+1,
 //              17+2i at bits 0, 4, 8, 12: `v & 0x000F`, `v & 0x00F0`, `v & 0x0F00` and `v >> 12`
@@ -170,6 +170,12 @@ inline __m128i relaxed_dot16(const void* x, __m128i w) {
 }
 inline __m128i relaxed_dot16(__m128i x, __m128i w) {
   return (__m128i)wasm_i16x8_relaxed_dot_i8x16_i7x16((v128_t)x, (v128_t)w);
+}
+// 32 int8 x against w0 (for x[0..16)) and w1 (for x[16..32)), bytes in 0..127: int16 lane i =
+// x[2i]·w0[2i] + x[2i+1]·w0[2i+1] + x[16+2i]·w1[2i] + x[17+2i]·w1[2i+1] (the callers keep
+// 4·max w·127 < 2^15).
+inline __m128i relaxed_dot32(const int8_t* x, __m128i w0, __m128i w1) {
+  return _mm_add_epi16(relaxed_dot16(x, w0), relaxed_dot16(x + 16, w1));
 }
 // int32 lane j = int16 lanes 2j + 2j+1 (i32x4.extadd_pairwise_i16x8_s).
 inline __m128i pair_sums(__m128i p) { return (__m128i)wasm_i32x4_extadd_pairwise_i16x8((v128_t)p); }
