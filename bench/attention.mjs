@@ -10,8 +10,12 @@
 //            checkpoint whose context holds 2080 positions: the 110M weights with a 4096-position RoPE
 //            table (../shared/anchors/mkrand_unique.py draws the same weights for any seq), and its
 //            Q4_K_M GGUF from the peers' mkgguf.py + llama.cpp's quantizer (skipped without the peers).
+//            --platforms: wasm-mt (the portable pthreads build, what Node 20 loads) and wasm-mt-relaxed
+//            (the same on the relaxed-SIMD kernels, what Chromium loads; Node 20 runs it with
+//            --experimental-wasm-relaxed-simd); both by default.
 //
-//   node bench/attention.mjs [--threads 1,2] [--kv f32,q8_0] [--only capture|context] [--quick] [--no-build] [--json FILE]
+//   node bench/attention.mjs [--threads 1,2] [--kv f32,q8_0] [--platforms wasm-mt,wasm-mt-relaxed] [--only capture|context]
+//                            [--quick] [--no-build] [--json FILE]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -25,6 +29,9 @@ const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
 const SHAPE_110M = [768, 2048, 12, 12, 12, 32000];
 const PROMPT = [1, 9038, 2501, 263, 931];
 const log = (...m) => process.stderr.write(m.join(' ') + '\n');
+// The context rows' builds: bench_models of the pthreads build directory, and Node's flags for it.
+const PLATFORMS = { 'wasm-mt': { target: 'bench_models', node: [] },
+                    'wasm-mt-relaxed': { target: 'bench_models_relaxed', node: ['--experimental-wasm-relaxed-simd'] } };
 // ---- the capture child: one realm, one model, alternating with / without capture ---------------------
 async function captureChild(ckpt, tok, threads, quick) {
   const { loadModel } = await import(pathToFileURL(join(root, 'web', 'src', 'index.mjs')).href);
@@ -52,17 +59,19 @@ async function captureChild(ckpt, tok, threads, quick) {
 }
 
 function parseArgs(argv) {
-  const a = { threads: [1, 2], kv: ['f32', 'q8_0'], only: null, quick: false, build: true, json: null };
+  const a = { threads: [1, 2], kv: ['f32', 'q8_0'], platforms: Object.keys(PLATFORMS), only: null, quick: false, build: true, json: null };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     if (k === '--threads') a.threads = argv[++i].split(',').map(Number);
     else if (k === '--kv') a.kv = argv[++i].split(',');
+    else if (k === '--platforms') a.platforms = argv[++i].split(',');
     else if (k === '--only') a.only = argv[++i];
     else if (k === '--quick') a.quick = true;
     else if (k === '--no-build') a.build = false;
     else if (k === '--json') a.json = argv[++i];
     else throw new Error(`unknown option ${k}`);
   }
+  for (const p of a.platforms) if (!PLATFORMS[p]) throw new Error(`unknown platform ${p} (${Object.keys(PLATFORMS).join(', ')})`);
   return a;
 }
 
@@ -100,8 +109,11 @@ async function main() {
   if (process.argv[2] === '--capture-child') return captureChild(...process.argv.slice(3));
   const args = parseArgs(process.argv.slice(2));
   const { buildDirs, buildWasm } = await import(pathToFileURL(join(root, 'tools', 'build.mjs')).href);
-  const benchMt = join(buildDirs.wasmMt, 'bench_models.js');
-  if (args.build) buildWasm(['bench_models', 'attnlens_wasm'], { threads: true });
+  const benchOf = (p) => join(buildDirs.wasmMt, `${PLATFORMS[p].target}.js`);
+  const context = args.only !== 'capture' ? args.platforms : [];
+  const missing = context.filter((p) => !existsSync(benchOf(p))).map((p) => PLATFORMS[p].target);
+  if (args.build || missing.length)
+    buildWasm([...new Set([...(args.build ? context.map((p) => PLATFORMS[p].target) : missing), 'attnlens_wasm'])], { threads: true });
   const results = [], lines = [], skipped = [];
   const tok = join(shared, 'models', 'llama2-tokenizer', 'tokenizer.bin');
 
@@ -129,34 +141,37 @@ async function main() {
       if (peers.missing) skipped.push(`context Q4_K_M: llama.cpp peers not found (${peers.missing})`);
       else inputs.push(['q4_k_m', q4kmOf(bin, peers)]);
     }
-    for (const [format, input] of inputs) {
-      for (const t of args.threads) {
-        // Both caches in one bench_models process, their timed runs alternated (--kv-cache f32,q8_0).
-        log(`[bench] decode at 200 and 2048, 110M ${format}, KV ${args.kv.join(' and ')}, ${t} thread(s) ...`);
-        let r;
-        try {
-          r = run(process.execPath, ['--no-experimental-fetch', benchMt, input, '--threads', String(t), '--at', '200,2048',
-                                     '--no-decode', '--prefill', '', '--steps', '2', '--kv-cache', args.kv.join(',')]);
-        } catch (e) {
-          skipped.push(`context ${format} ${t}t: ${e.message.split('\n')[0]}`);
-          continue;
-        }
-        const byKv = {};
-        for (const l of r.filter((x) => x.type === 'decode_at')) (byKv[l.kv_cache] ??= {})[l.position] = l;
-        for (const kv of args.kv) {
-          const at = byKv[kv];
-          if (!at?.[200] || !at?.[2048]) continue;
-          results.push({ type: 'context', format, kv, threads: t, at });
-          const ratio = at[2048].tok_s_median / at[200].tok_s_median;
-          const vsF32 = kv !== 'f32' && byKv.f32?.[2048] ? `; ${(at[2048].tok_s_median / byKv.f32[2048].tok_s_median).toFixed(2)}× the f32 cache at 2048` : '';
-          lines.push(`| decode at 2048 vs 200, 110M ${format}, KV ${kv}, ${t}t | ${at[200].tok_s_median.toFixed(1)} tok/s | ` +
-                     `${at[2048].tok_s_median.toFixed(1)} tok/s (KV ${(at[2048].kv_bytes / 1e6).toFixed(1)} MB at 2048${vsF32}) | ` +
-                     `${ratio.toFixed(3)} | ${ratio >= 0.75 ? 'PASS' : 'MISS'} (≥ 0.75) |`);
+    for (const platform of context) {
+      for (const [format, input] of inputs) {
+        for (const t of args.threads) {
+          // Both caches in one bench_models process, their timed runs alternated (--kv-cache f32,q8_0).
+          log(`[bench] decode at 200 and 2048, ${platform}, 110M ${format}, KV ${args.kv.join(' and ')}, ${t} thread(s) ...`);
+          let r;
+          try {
+            r = run(process.execPath, ['--no-experimental-fetch', ...PLATFORMS[platform].node, benchOf(platform), input,
+                                       '--threads', String(t), '--at', '200,2048', '--no-decode', '--prefill', '', '--steps', '2',
+                                       '--kv-cache', args.kv.join(',')]);
+          } catch (e) {
+            skipped.push(`context ${platform} ${format} ${t}t: ${e.message.split('\n')[0]}`);
+            continue;
+          }
+          const byKv = {};
+          for (const l of r.filter((x) => x.type === 'decode_at')) (byKv[l.kv_cache] ??= {})[l.position] = l;
+          for (const kv of args.kv) {
+            const at = byKv[kv];
+            if (!at?.[200] || !at?.[2048]) continue;
+            results.push({ type: 'context', platform, format, kv, threads: t, at });
+            const ratio = at[2048].tok_s_median / at[200].tok_s_median;
+            const vsF32 = kv !== 'f32' && byKv.f32?.[2048] ? `; ${(at[2048].tok_s_median / byKv.f32[2048].tok_s_median).toFixed(2)}× the f32 cache at 2048` : '';
+            lines.push(`| decode at 2048 vs 200, ${platform}, 110M ${format}, KV ${kv}, ${t}t | ${at[200].tok_s_median.toFixed(1)} tok/s | ` +
+                       `${at[2048].tok_s_median.toFixed(1)} tok/s (KV ${(at[2048].kv_bytes / 1e6).toFixed(1)} MB at 2048${vsF32}) | ` +
+                       `${ratio.toFixed(3)} | ${ratio >= 0.75 ? 'PASS' : 'MISS'} (≥ 0.75) |`);
+          }
         }
       }
     }
   }
-  console.log('\nAttention at full speed (wasm pthreads build in Node; 110M shape)');
+  console.log('\nAttention at full speed (wasm pthreads builds in Node; 110M shape)');
   console.log('| case | without / at 200 | with / at 2048 | ratio | target |');
   console.log('| --- | --- | --- | --- | --- |');
   for (const l of lines) console.log(l);
