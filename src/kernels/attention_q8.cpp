@@ -131,8 +131,15 @@ void quantize_query_simd(const float* x, int hd, int16_t* qh, int16_t* ql, float
   for (int b = 0; b < hd / 32; ++b) e[b] = split16_simd(x + 32 * b, 32, qh + 32 * b, ql + 32 * b);
 }
 
-// 4 int32 lanes: the sums of s[0..3]'s lanes.
-inline __m128i sum4(const __m128i (&s)[4]) { return _mm_hadd_epi32(_mm_hadd_epi32(s[0], s[1]), _mm_hadd_epi32(s[2], s[3])); }
+// One key's block: its h and l partial sums (4 lanes each) folded into one vector, lanes
+// (h01, h23, l01, l23), so that each key's step of the loop below ends in one vector.
+inline __m128i fold_hl(__m128i th, __m128i tl) { return _mm_hadd_epi32(th, tl); }
+// Four keys' folded sums → the keys' h sums and l sums (lanes: keys 0..3).
+inline void sums4(const __m128i (&u)[4], __m128i& sh, __m128i& sl) {
+  const __m128i a = _mm_hadd_epi32(u[0], u[1]), b = _mm_hadd_epi32(u[2], u[3]);  // h0 l0 h1 l1 | h2 l2 h3 l3
+  sh = _mm_castps_si128(_mm_shuffle_ps(_mm_castsi128_ps(a), _mm_castsi128_ps(b), _MM_SHUFFLE(2, 0, 2, 0)));
+  sl = _mm_castps_si128(_mm_shuffle_ps(_mm_castsi128_ps(a), _mm_castsi128_ps(b), _MM_SHUFFLE(3, 1, 3, 1)));
+}
 }  // namespace
 
 void attention_scores_q8(const float* q, const Q8Rows& k, int hd, int count, float scale, float* scores) noexcept {
@@ -147,7 +154,14 @@ void attention_scores_q8(const float* q, const Q8Rows& k, int hd, int count, flo
     __m128 acc = _mm_setzero_ps();
     const uint8_t* k0 = reinterpret_cast<const uint8_t*>(k.q) + size_t(j) * hd;
     for (int b = 0; b < nb; ++b) {
-      __m128i sh[4], sl[4];
+      __m128i u[4];
+#if defined(__clang__)
+// A loop, not 4 keys unrolled into one block: V8's TurboFan places a block's loads in program order
+// and the arithmetic late, so the unrolled block loaded all 16 key vectors before the first
+// multiply-add and spilled most of them to the stack (the x64 code of --print-wasm-code); one key per
+// iteration keeps the key's 4 vectors, its 2 sums and the block's 8 query vectors in registers.
+#pragma clang loop unroll(disable)
+#endif
       for (int r = 0; r < 4; ++r) {
         const uint8_t* kr = k0 + size_t(r) * hd + 32 * b;
         __m128i th = _mm_setzero_si128(), tl = _mm_setzero_si128();
@@ -156,10 +170,11 @@ void attention_scores_q8(const float* q, const Q8Rows& k, int hd, int count, flo
           th = _mm_add_epi32(th, _mm_madd_epi16(kv, hv[4 * b + c]));
           tl = _mm_add_epi32(tl, _mm_madd_epi16(kv, lv[4 * b + c]));
         }
-        sh[r] = th;
-        sl[r] = tl;
+        u[r] = fold_hl(th, tl);
       }
-      const __m128 v = _mm_add_ps(_mm_cvtepi32_ps(sum4(sh)), _mm_mul_ps(_mm_cvtepi32_ps(sum4(sl)), _mm_set1_ps(0x1p-15f)));
+      __m128i sh, sl;
+      sums4(u, sh, sl);
+      const __m128 v = _mm_add_ps(_mm_cvtepi32_ps(sh), _mm_mul_ps(_mm_cvtepi32_ps(sl), _mm_set1_ps(0x1p-15f)));
       const __m128 dk = half::f16_lo(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(k.d + b * k.d_stride + j)));
       acc = _mm_add_ps(acc, _mm_mul_ps(v, _mm_mul_ps(_mm_set1_ps(e[b]), dk)));
     }
