@@ -50,31 +50,18 @@ void attention_scores(const float* q, const float* k, size_t stride, int head_di
 
 namespace {
 
-// o[d0 .. d0 + NV·W) = Σ_j p[j] · v_j[d0 ..], with NV vectors of accumulators for the even keys and NV
-// for the odd keys, kept in registers over all keys and added at the end. Each key adds one
-// multiply-add to every accumulator, so with one set the loop waited on the add's latency (wasm has
-// no fused multiply-add: a multiply, then an add on the chain); two sets halve the chains' length.
+// o[d0 .. d0 + NV·W) = Σ_j p[j] · v_j[d0 ..], NV vectors of accumulators kept in registers over all keys.
 template <int NV>
 void weigh_block(const float* p, const float* v, size_t stride, int count, int d0, float* o) {
-  Vec even[NV], odd[NV];
-  for (int c = 0; c < NV; ++c) even[c] = odd[c] = Vec(0.f);
-  const float* vj = v + d0;
-  int j = 0;
-  for (; j + 2 <= count; j += 2, vj += 2 * stride) {
-    if (p[j] != 0.f) {  // masked keys: their values are never read
-      const Vec pj(p[j]);
-      for (int c = 0; c < NV; ++c) even[c] = simd::madd(pj, load(vj + c * W), even[c]);
-    }
-    if (p[j + 1] != 0.f) {
-      const Vec pj(p[j + 1]);
-      for (int c = 0; c < NV; ++c) odd[c] = simd::madd(pj, load(vj + stride + c * W), odd[c]);
-    }
-  }
-  if (j < count && p[j] != 0.f) {
+  Vec acc[NV];
+  for (int c = 0; c < NV; ++c) acc[c] = Vec(0.f);
+  for (int j = 0; j < count; ++j) {
+    if (p[j] == 0.f) continue;  // masked keys: their values are never read
     const Vec pj(p[j]);
-    for (int c = 0; c < NV; ++c) even[c] = simd::madd(pj, load(vj + c * W), even[c]);
+    const float* vj = v + size_t(j) * stride + d0;
+    for (int c = 0; c < NV; ++c) acc[c] = simd::madd(pj, load(vj + c * W), acc[c]);
   }
-  for (int c = 0; c < NV; ++c) store(o + d0 + c * W, even[c] + odd[c]);
+  for (int c = 0; c < NV; ++c) store(o + d0 + c * W, acc[c]);
 }
 
 }  // namespace
