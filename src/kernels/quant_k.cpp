@@ -227,6 +227,7 @@ struct Q6_K {
           const __m128i s1 = dot16_u8(quants(l01, l11, hb1, t), xh + 32 * t + 16);
           isum = _mm_add_epi32(isum, pair_scaled(s0, s1, splat_lane(pairs[h], t)));
         }
+        order_point(isum);
       }
     }
     // − 32·Σ_j sc_j·bsums_j: the offset of the unsigned quants (32·|sc| ≤ 4096 fits int16).

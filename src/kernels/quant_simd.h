@@ -112,6 +112,13 @@ struct F16 {
 };
 #endif
 
+// An ordering point for V8's TurboFan, which keeps a basic block's loads in program order but places
+// the arithmetic as late as it can: an unrolled loop body then loads everything first and spills the
+// loaded vectors to the stack. A volatile store of v is an effect that the later loads must follow, and
+// it needs v, so the work that makes v is done before the next loads (one store to the stack).
+inline void order_point(__m128i v) {
+  [[maybe_unused]] volatile __m128i sink = v;
+}
 inline __m128i load16(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
 inline __m128i load8_s16(const uint8_t* p) {  // 8 int8 → int16 (v128.load8x8_s)
   return _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
