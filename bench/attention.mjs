@@ -22,6 +22,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { cacheDir, findPeers } from './peers.mjs';
+import { benchBinary, benchTarget, nodeFlags } from './platforms.mjs';
 import { median } from './stats.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -29,9 +30,8 @@ const shared = process.env.ATTNLENS_SHARED ?? join(root, '..', 'shared');
 const SHAPE_110M = [768, 2048, 12, 12, 12, 32000];
 const PROMPT = [1, 9038, 2501, 263, 931];
 const log = (...m) => process.stderr.write(m.join(' ') + '\n');
-// The context rows' builds: bench_models of the pthreads build directory, and Node's flags for it.
-const PLATFORMS = { 'wasm-mt': { target: 'bench_models', node: [] },
-                    'wasm-mt-relaxed': { target: 'bench_models_relaxed', node: ['--experimental-wasm-relaxed-simd'] } };
+// The context rows' builds: bench_models of the pthreads build directory (bench/platforms.mjs).
+const PLATFORMS = ['wasm-mt', 'wasm-mt-relaxed'];
 // ---- the capture child: one realm, one model, alternating with / without capture ---------------------
 async function captureChild(ckpt, tok, threads, quick) {
   const { loadModel } = await import(pathToFileURL(join(root, 'web', 'src', 'index.mjs')).href);
@@ -59,7 +59,7 @@ async function captureChild(ckpt, tok, threads, quick) {
 }
 
 function parseArgs(argv) {
-  const a = { threads: [1, 2], kv: ['f32', 'q8_0'], platforms: Object.keys(PLATFORMS), only: null, quick: false, build: true, json: null };
+  const a = { threads: [1, 2], kv: ['f32', 'q8_0'], platforms: PLATFORMS, only: null, quick: false, build: true, json: null };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     if (k === '--threads') a.threads = argv[++i].split(',').map(Number);
@@ -71,7 +71,7 @@ function parseArgs(argv) {
     else if (k === '--json') a.json = argv[++i];
     else throw new Error(`unknown option ${k}`);
   }
-  for (const p of a.platforms) if (!PLATFORMS[p]) throw new Error(`unknown platform ${p} (${Object.keys(PLATFORMS).join(', ')})`);
+  for (const p of a.platforms) if (!PLATFORMS.includes(p)) throw new Error(`unknown platform ${p} (${PLATFORMS.join(', ')})`);
   return a;
 }
 
@@ -109,11 +109,11 @@ async function main() {
   if (process.argv[2] === '--capture-child') return captureChild(...process.argv.slice(3));
   const args = parseArgs(process.argv.slice(2));
   const { buildDirs, buildWasm } = await import(pathToFileURL(join(root, 'tools', 'build.mjs')).href);
-  const benchOf = (p) => join(buildDirs.wasmMt, `${PLATFORMS[p].target}.js`);
+  const benchOf = (p) => benchBinary(buildDirs, p);
   const context = args.only !== 'capture' ? args.platforms : [];
-  const missing = context.filter((p) => !existsSync(benchOf(p))).map((p) => PLATFORMS[p].target);
+  const missing = context.filter((p) => !existsSync(benchOf(p))).map(benchTarget);
   if (args.build || missing.length)
-    buildWasm([...new Set([...(args.build ? context.map((p) => PLATFORMS[p].target) : missing), 'attnlens_wasm'])], { threads: true });
+    buildWasm([...new Set([...(args.build ? context.map(benchTarget) : missing), 'attnlens_wasm'])], { threads: true });
   const results = [], lines = [], skipped = [];
   const tok = join(shared, 'models', 'llama2-tokenizer', 'tokenizer.bin');
 
@@ -148,7 +148,7 @@ async function main() {
           log(`[bench] decode at 200 and 2048, ${platform}, 110M ${format}, KV ${args.kv.join(' and ')}, ${t} thread(s) ...`);
           let r;
           try {
-            r = run(process.execPath, ['--no-experimental-fetch', ...PLATFORMS[platform].node, benchOf(platform), input,
+            r = run(process.execPath, [...nodeFlags(platform), benchOf(platform), input,
                                        '--threads', String(t), '--at', '200,2048', '--no-decode', '--prefill', '', '--steps', '2',
                                        '--kv-cache', args.kv.join(',')]);
           } catch (e) {

@@ -42,6 +42,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { performance } from 'node:perf_hooks';
 import { cacheDir, findPeers, peerModelName, runPeer } from './peers.mjs';
+import { BENCH_PLATFORMS as PLATFORMS, benchBinary, nodeFlags } from './platforms.mjs';
 import { median } from './stats.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -63,9 +64,7 @@ const TARGETS = { f32Decode: 0.9, f32Prefill: 0.9, q8Decode: 2.0, wasmVsNative: 
                   q4: { vsQ8: 1.4, vsWllama: 5.0, vsLlamacpp: 1.0 },
                   intPrefill: { vsF32: 1.8, vsLlamacpp: 1.3 } };  // quantized prefill: ≥ 1.8× our f32, ≤ 1.3× llama.cpp's ms
 const QUANT = ['q4_0', 'q4_k_m'];  // read from the peers' GGUF files
-const PLATFORMS = ['wasm', 'wasm-mt', 'wasm-relaxed', 'wasm-mt-relaxed', 'native'];
 const isMt = (p) => p.startsWith('wasm-mt');  // the pthreads builds (every --threads); wasm, wasm-relaxed: 1 thread
-const isRelaxed = (p) => p.endsWith('-relaxed');
 // tests/js/size.test.mjs's budget for each build (module + JS glue; the pthreads build also its worker script)
 const SIZE_LIMIT = { raw: 1_300_000, gzip: 450_000 };  // tests/js/size.test.mjs
 // The load average (1, 5, 15 minutes) as printed: the machine is shared, so every run says how busy it was.
@@ -158,10 +157,7 @@ export function checkpoint(shape, peers) {
 // ---- builds ---------------------------------------------------------------------------------------
 async function binaries(args) {
   const { buildDirs, buildNative, buildWasm } = await import(pathToFileURL(join(root, 'tools', 'build.mjs')).href);
-  const bin = { native: join(buildDirs.native, 'bench_models'), wasm: join(buildDirs.wasm, 'bench_models.js'),
-                'wasm-mt': join(buildDirs.wasmMt, 'bench_models.js'),
-                'wasm-relaxed': join(buildDirs.wasm, 'bench_models_relaxed.js'),
-                'wasm-mt-relaxed': join(buildDirs.wasmMt, 'bench_models_relaxed.js') };
+  const bin = Object.fromEntries(PLATFORMS.map((p) => [p, benchBinary(buildDirs, p)]));
   const guarded = (f) => {
     try {
       f();
@@ -223,7 +219,7 @@ async function runOurs(bin, platform, input, format, threads, args, extra = []) 
                  '--threads', String(threads), '--limits', ...extra];
   const tag = `${platform} ${basename(input).replace(/\.(bin|gguf)$/, '')} ${format} ${threads}t`;
   log(`[bench] ${tag} ...`);
-  const node = ['--no-experimental-fetch', ...(isRelaxed(platform) ? ['--experimental-wasm-relaxed-simd'] : [])];
+  const node = nodeFlags(platform);
   const lines = platform === 'native' ? await runJson(bin.native, flags, { verbose: args.verbose, tag })
                                       : await runJson(process.execPath, [...node, bin[platform], ...flags], { verbose: args.verbose, tag });
   const r = { threads, load: null, decode: null, prefill: {}, generate: null, limits: null };
