@@ -321,6 +321,7 @@ function report(results, args) {
            'ratios vs onnxruntime-web: decode ours/ORT, prefill ORT-ms/our-ms (>1 = we are faster); ' +
            'w/n = native tok/s ÷ wasm tok/s (target ≤ 1.3).');
   const rows = [], verdicts = [];
+  const peers1 = (shape, format, engine) => results.peers[`${shape}/${format}/${engine}@1`] ?? [];
   for (const shape of args.shapes) {
     const A = results.anchor[shape] ?? [];
     const aDec = A.map((a) => a.decodeTokPerSMedian), aP64 = A.map((a) => a.prefillMsMedian), aP256 = A.map((a) => a.prefill256MsMedian);
@@ -356,6 +357,12 @@ function report(results, args) {
             const Q = results.ours[`${shape}/q8_0/${platform}`] ?? [];
             check(`dec≥${TARGETS.q4.vsQ8}×q8_0`, R.map((r, i) => (Q[i]?.decode ? r.decode?.tok_s_median / Q[i].decode.tok_s_median : null)),
                   (m) => m >= TARGETS.q4.vsQ8);
+            const vsPeer = (engine) => R.map((r, i) => {
+              const d = peers1(shape, format, engine)[i]?.decodeTokS;
+              return d ? r.decode?.tok_s_median / d : null;
+            });
+            check(`dec≥${TARGETS.q4.vsWllama}×wllama`, vsPeer('wllama'), (m) => m >= TARGETS.q4.vsWllama);
+            check(`dec≥${TARGETS.q4.vsLlamacpp}×llama.cpp`, vsPeer('llamacpp'), (m) => m >= TARGETS.q4.vsLlamacpp);
           } else if (format === 'f32') {
             check(`dec≥${TARGETS.f32Decode}×`, rDec, (m) => m >= TARGETS.f32Decode);
             check(`pf64≥${TARGETS.f32Prefill}×`, rP64, (m) => m >= TARGETS.f32Prefill);
@@ -369,6 +376,15 @@ function report(results, args) {
                    cell(R.map((r) => r.decode?.gbs), 1), cell(R.map((r) => r.decode?.gflops), 1),
                    cell(p64), cell(rP64, 2), cell(R.map((r) => r.prefill[64]?.gflops), 1),
                    cell(p256), cell(rP256, 2), cell(wn, 2), marks.join(', ')]);
+      }
+      // The peers on the same file with one thread (they run whenever --threads has 1; their rows
+      // with more threads are in the threads table).
+      for (const [engine, label] of [['llamacpp', 'llama.cpp native'], ['wllama', 'wllama']]) {
+        const P = peers1(shape, format, engine);
+        if (!P.some(Boolean)) continue;
+        const ms = (k) => P.map((r) => r?.[k]);
+        rows.push([shape, format, `${label} 1t`, cell(ms('decodeTokS')), '', '', '', cell(ms('prefillMs')), '', '',
+                   cell(ms('prefill256Ms')), '', '', '']);
       }
     }
   }
