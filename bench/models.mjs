@@ -377,9 +377,8 @@ function report(results, args) {
                    cell(p64), cell(rP64, 2), cell(R.map((r) => r.prefill[64]?.gflops), 1),
                    cell(p256), cell(rP256, 2), cell(wn, 2), marks.join(', ')]);
       }
-      // The peers on the same file with one thread (they run whenever --threads has 1; their rows
-      // with more threads are in the threads table).
-      for (const [engine, label] of [['llamacpp', 'llama.cpp native'], ['wllama', 'wllama']]) {
+      // The peers on the same file with one thread, unless the threads table shows them.
+      for (const [engine, label] of hasThreadsTable(args) ? [] : [['llamacpp', 'llama.cpp native'], ['wllama', 'wllama']]) {
         const P = peers1(shape, format, engine);
         if (!P.some(Boolean)) continue;
         const ms = (k) => P.map((r) => r?.[k]);
@@ -422,9 +421,11 @@ function report(results, args) {
 // pthreads build's speed-up, and ours against the peers on the same file (PASS/MISS per target);
 // ours also against the machine: decode GB/s as a share of the memory read bandwidth and GFLOP/s as a
 // share of the SIMD peak, both measured by the same bench_models run with the same threads.
+const hasThreadsTable = (args) => args.threads.length > 1 || args.platforms.some(isMt);
+
 function threadsReport(results, args, verdicts) {
   const T = args.threads;
-  if (!(T.length > 1 || args.platforms.some(isMt))) return [];
+  if (!hasThreadsTable(args)) return [];
   const out = [];
   const t1 = T[0], tn = T[T.length - 1];
   const med = (xs) => median(xs ?? []);
