@@ -321,7 +321,7 @@ function report(results, args) {
            'ratios vs onnxruntime-web: decode ours/ORT, prefill ORT-ms/our-ms (>1 = we are faster); ' +
            'w/n = native tok/s ÷ wasm tok/s (target ≤ 1.3).');
   const rows = [], verdicts = [];
-  const peers1 = (shape, format, engine) => results.peers[`${shape}/${format}/${engine}@1`] ?? [];
+  const peers1 = (shape, format, engine) => results.peers[peerKey(shape, format, engine, 1)] ?? [];
   for (const shape of args.shapes) {
     const A = results.anchor[shape] ?? [];
     const aDec = A.map((a) => a.decodeTokPerSMedian), aP64 = A.map((a) => a.prefillMsMedian), aP256 = A.map((a) => a.prefill256MsMedian);
@@ -417,12 +417,13 @@ function report(results, args) {
   return out.join('\n');
 }
 
+// Whether the report has a threads table (threadsReport).
+const hasThreadsTable = (args) => args.threads.length > 1 || args.platforms.some(isMt);
+
 // The threads table: every engine with 1 and 2 (…) threads on each shape and weight type, the
 // pthreads build's speed-up, and ours against the peers on the same file (PASS/MISS per target);
 // ours also against the machine: decode GB/s as a share of the memory read bandwidth and GFLOP/s as a
 // share of the SIMD peak, both measured by the same bench_models run with the same threads.
-const hasThreadsTable = (args) => args.threads.length > 1 || args.platforms.some(isMt);
-
 function threadsReport(results, args, verdicts) {
   const T = args.threads;
   if (!hasThreadsTable(args)) return [];
@@ -431,7 +432,7 @@ function threadsReport(results, args, verdicts) {
   const med = (xs) => median(xs ?? []);
   const oursRuns = (shape, format, platform, t) => results.ours[oursKey(shape, format, platform, t)] ?? [];
   const ours = (shape, format, platform, t, f) => med(oursRuns(shape, format, platform, t).map(f));
-  const peer = (shape, format, engine, t, f) => med((results.peers[`${shape}/${format}/${engine}@${t}`] ?? []).map(f));
+  const peer = (shape, format, engine, t, f) => med((results.peers[peerKey(shape, format, engine, t)] ?? []).map(f));
   const anchor = (shape, t, f) => med((results.anchor[t > 1 ? `${shape}@${t}` : shape] ?? []).map(f));
   const fx = (x, d = 1) => (x == null || !Number.isFinite(x) ? '–' : x.toFixed(d));
   const rows = [];
@@ -536,7 +537,7 @@ function fromRaw(saved, args) {
     const t = r.threads ?? 1;
     if (r.type === 'api') results.api[r.round] = r;
     else if (r.platform) (results.ours[oursKey(r.shape, r.format, r.platform, t)] ??= [])[r.round] = r;
-    else if (r.engine === 'llamacpp' || r.engine === 'wllama') (results.peers[`${r.shape}/${r.format}/${r.engine}@${t}`] ??= [])[r.round] = r;
+    else if (r.engine === 'llamacpp' || r.engine === 'wllama') (results.peers[peerKey(r.shape, r.format, r.engine, t)] ??= [])[r.round] = r;
     else if (r.shape) (results.anchor[t > 1 ? `${r.shape}@${t}` : r.shape] ??= [])[r.round] = r;
   }
   for (const shape of args.shapes) {
@@ -552,6 +553,8 @@ function fromRaw(saved, args) {
 // ---- main -------------------------------------------------------------------------------------------
 // results.ours key of one of our runs: `${shape}/${format}/${platform}`, `@${threads}` past 1 thread.
 export const oursKey = (shape, format, platform, threads = 1) => `${shape}/${format}/${platform}${threads > 1 ? `@${threads}` : ''}`;
+// results.peers' key: a peer engine ('llamacpp', 'wllama') on the file of shape and format, with threads.
+const peerKey = (shape, format, engine, threads) => `${shape}/${format}/${engine}@${threads}`;
 
 async function main() {
   if (process.argv[2] === '--api-child') return apiChild(process.argv[3], process.argv[4], process.argv[5] === 'quick');
@@ -606,7 +609,7 @@ async function main() {
             for (const r of await runPeer(peers, engine, names, [threads], { verbose: args.verbose, log })) {
               const format = args.formats.find((f) => peerModelName(shape, f) === r.model);
               const rec = { shape, round, format, engine, ...r };  // the same object in both: prefill256Ms is added below
-              (results.peers[`${shape}/${format}/${engine}@${r.threads}`] ??= [])[round] = rec;
+              (results.peers[peerKey(shape, format, engine, r.threads)] ??= [])[round] = rec;
               results.raw.push(rec);
             }
           } catch (e) {
@@ -618,7 +621,7 @@ async function main() {
           try {
             for (const r of await runPeer(peers, 'llamacpp', names, [threads], { verbose: args.verbose, log, extra: ['--prefill', '256', '--decode', '1', '--runs', '1'] })) {
               const format = args.formats.find((f) => peerModelName(shape, f) === r.model);
-              const rec = (results.peers[`${shape}/${format}/llamacpp@${r.threads}`] ?? [])[round];
+              const rec = (results.peers[peerKey(shape, format, 'llamacpp', r.threads)] ?? [])[round];
               if (rec) rec.prefill256Ms = r.prefillMs;
             }
           } catch (e) {
@@ -697,7 +700,7 @@ function readmeRows(results, args, platform) {
   const med = (xs) => median((xs ?? []).filter((x) => x != null));
   const ours = (shape, format, t, f) => med((results.ours[oursKey(shape, format, platform, t)] ?? []).map(f));
   const anchor = (shape, t, f) => med((results.anchor[t > 1 ? `${shape}@${t}` : shape] ?? []).map(f));
-  const peer = (shape, format, engine, t, f) => med((results.peers[`${shape}/${format}/${engine}@${t}`] ?? []).map(f));
+  const peer = (shape, format, engine, t, f) => med((results.peers[peerKey(shape, format, engine, t)] ?? []).map(f));
   const n = (x, d = 0) => (x == null || !Number.isFinite(x) ? '–' : x.toFixed(d));
   const x = (a, b) => (a == null || b == null || !Number.isFinite(a / b) ? '–' : `${(a / b).toFixed(2)}×`);
   const tn = Math.max(...args.threads);
