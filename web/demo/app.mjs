@@ -12,7 +12,7 @@ import { Analysis } from './analysis.mjs';
 import { exportJson, exportPng } from './export.mjs';
 import { exportBertviz, exportCircuitsvis } from './interop.mjs';
 import { $, clearCssVars, formatBytes, h } from './format.mjs';
-import { drawn, invalidate, invalidateSettled, invalidateSoon, startRun } from './frame.mjs';
+import { drawn, invalidate, invalidateSettled, invalidateSoon, painted, startRun } from './frame.mjs';
 import { loadErrorText, runErrorText, showMessage } from './messages.mjs';
 import { enableOffline } from './offline.mjs';
 import { encode } from './encode.mjs';
@@ -40,13 +40,19 @@ const chat = new ChatPanel({ onChange: (on) => { $('#examples').hidden = on; } }
 
 // Every change redraws what shows it, once per frame (new rows while streaming: a few times a second).
 let toolbarKey = '';
+const toolbar = { render() { syncToolbar(state); } };
 state.on(null, (changed) => {
-  // the toolbar follows the model, the run's kinds and layers, the view — not every streamed row
+  // the toolbar follows the model, the run's kinds and layers, the view — not every streamed row.
+  // What a generation changes in it (a new run's empty store disables the exports, its first rows
+  // enable them) is drawn with the views' next cycle: changed at once, its controls cost a frame and
+  // a task of Chromium's autofill (~4-7 + 2-4 ms on 2 cores, traced) inside the first tokens' decoding.
   const store = state.run?.store;
   const key = `${store?.kindNames.join()}|${store?.layers(state.kind).length}|${!!store?.queryCount(state.kind)}`;
-  if (['model', 'run', 'kind', 'view', 'layer', 'head'].some((k) => changed.has(k)) || key !== toolbarKey) {
+  const asked = ['model', 'kind', 'view', 'layer', 'head'].some((k) => changed.has(k));
+  if (asked || changed.has('run') || key !== toolbarKey) {
     toolbarKey = key;
-    syncToolbar(state);
+    if (page.generating && !asked) invalidateSoon(toolbar);
+    else syncToolbar(state);
   }
   const redraw = changed.size === 1 && changed.has('rows') ? invalidateSoon : invalidate;
   for (const v of Object.values(views)) redraw(v);
@@ -375,10 +381,13 @@ async function onGenerate() {
   if (conversation) settings.chat = chat.options();
   const ac = new AbortController();
   page.generating = ac;
+  showStats(null);  // the last run's rates go now, in the frame painted before the run starts
+  $('#stat-note').textContent = 'Starting…';
   $('#stats').dataset.status = 'starting';
   $('#generate').disabled = true;
   $('#stop').disabled = false;
   document.body.dataset.generating = 'true';
+  await painted();  // that state on screen before the engine takes the cores (frame.mjs)
   const t0 = performance.now();
   const run = await generate(model, prompt, settings, {
     signal: ac.signal,
@@ -386,9 +395,10 @@ async function onGenerate() {
       // the live rates are redrawn with the views (a few times a second), not at every token
       liveStats.run = r;
       if (what === 'start') {
-        // the views draw the new run in its first cycle (frame.mjs startRun), the rates at once
+        // the views and the rates draw the new run in its first cycle (frame.mjs startRun): a frame
+        // drawn now would fall in the first tokens' decoding (~9 ms of the main thread on 2 cores)
         startRun(() => state.set({ run: r, query: state.pinned ? state.query : null }));
-        invalidate(liveStats);
+        invalidateSoon(liveStats);
       } else {
         state.emit(['rows']);
         invalidateSoon(liveStats);

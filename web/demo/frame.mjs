@@ -217,3 +217,21 @@ export function drawn() {
     schedule();
   });
 }
+
+/**
+ * Resolves once the page has painted a frame (at most `timeoutMs` later: a hidden page paints none).
+ * A run starts after it: the frame that shows the page's "starting" state restyles and repaints much
+ * of the page (~6 ms of the main thread on 2 cores, traced), and drawn while the first tokens decode
+ * it took a core from the engine's threads (bench/README.md).
+ */
+export function painted({ timeoutMs = 100 } = {}) {
+  if (document.hidden) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    // a task queued from the frame's callbacks runs after that frame's paint
+    requestAnimationFrame(() => setTimeout(() => {
+      clearTimeout(timer);
+      resolve();
+    }, 0));
+  });
+}
