@@ -272,8 +272,13 @@ async function demoStreams({ query, settings, warmS, repeat }, call) {
   for (const t0 = performance.now(); !(win.attnlens?.state.model && !doc.querySelector('#generate').disabled); await sleep(100)) {
     if (performance.now() - t0 > 600_000) throw new Error('the demo did not load its model in 600 s');
   }
+  // A field is set (with the events a user's typing sends) only when its value changes, as a user
+  // clicks Generate again without retyping: Chromium's autofill answers each change with a task that
+  // forces a layout (2-4 ms on 2 cores, traced) some 20 ms later, inside a 100-token kjv-gpt2 run, on
+  // a core the engine's threads need.
   const fill = (sel, value) => {
     const el = doc.querySelector(sel);
+    if (el.value === value) return;
     el.value = value;
     el.dispatchEvent(new win.Event('input', { bubbles: true }));
     el.dispatchEvent(new win.Event('change', { bubbles: true }));
