@@ -5,7 +5,8 @@
 // quantized GGUF files (bench/quant.mjs: q4_0 and Q4_K_M beside our q8_0/f32, llama.cpp native and its
 // wasm build wllama, one thread; skipped, saying so, without the llama.cpp peers), what attention
 // costs (bench/attention.mjs: capture, long context), what the interpretability toolkit costs
-// (bench/interp.mjs), the time to first token in headless Chromium (bench/browser.mjs), the
+// (bench/interp.mjs), the time to first token in headless Chromium and the demo's streaming beside
+// Node (bench/browser.mjs), what the demo's main thread does while a run decodes (bench/demo-trace.mjs), the
 // tokenizers beside transformers.js' (bench/tokenizers.mjs) and the relaxed-SIMD builds beside the
 // portable ones (bench/relaxed.mjs, in Node and Chromium).
 // Not a test: nothing here fails on a slow figure; the tables say PASS/MISS per target.
@@ -58,6 +59,7 @@ if (!only || only === 'quant') status |= run('quant.mjs', shared);
 if (!only || only === 'attention') status |= run('attention.mjs', shared);
 if (!only || only === 'interp') status |= run('interp.mjs', shared);
 if (!only || only === 'browser') status |= run('browser.mjs', []);
+if (!only || only === 'browser') status |= run('demo-trace.mjs', []);
 if (!only || only === 'tokenizers') status |= run('tokenizers.mjs', shared);
 if (!only || only === 'relaxed') status |= run('relaxed.mjs', shared.filter((a) => a === '--quick'));
 process.exit(status);
