@@ -1,6 +1,6 @@
 // f32 matrix multiply y = x·Wᵀ (+ b) with W [m, k] row-major as stored in checkpoints.
 //
-// matvec (one token of decode) streams W once, four rows m/4 apart per pass (see matvec).
+// matvec (one token of decode) streams W once, four rows per pass (see matvec, kernels/row_walk.h).
 //
 // matmul (prefill) computes 2×4 tiles of dot products over packed, interleaved panels of x and W
 // (see tile()).
@@ -9,6 +9,7 @@
 
 #include "kernels/half.h"
 #include "kernels/kernels.h"
+#include "kernels/row_walk.h"
 #include "kernels/scratch.h"
 #include "kernels/simd.h"
 
@@ -47,27 +48,37 @@ void dot4(const float* w0, size_t stride, const float* x, int k, float* out) {
   for (int r = 0; r < 4; ++r) out[r] = s[r];
 }
 
+// One row with dot4's arithmetic for each of its rows (one accumulator, the same lanes and tail):
+// the rows row_walk.h leaves over get the bits they would get inside a group of four.
+float dot1(const float* w, const float* x, int k) {
+  Vec a(0.f);
+  int i = 0;
+  for (; i + W <= k; i += W) a = simd::madd(load(w + i), load(x + i), a);
+  float s = simd::sum(a);
+  for (; i < k; ++i) s += w[i] * x[i];
+  return s;
+}
+
 }  // namespace
 
-// Rows j, j + m/4, j + 2m/4 and j + 3m/4 together: each row pointer walks its quarter of W as
-// one long sequential stream. Short streams that restart at every row (four adjacent rows side by
-// side) read 2.8x slower in the stories15M decode stack and 2x slower from DRAM on this machine:
-// the hardware prefetcher retrains at every restart, and wasm has no prefetch. Four streams read
-// a 128 MiB matrix 10-15% faster than two (bench: matvec_f32 1x4096x8192) and the same elsewhere.
+// Four rows per pass, walked as kernels/row_walk.h says (long sequential streams, several at once).
+// Against four streams, eight read rand110M's f32 matrices in decode … (bench/README.md).
 void matvec(const float* x, const float* w, const float* bias, float* y, int k, int m) noexcept {
-  const int q = m / 4;
-  for (int j = 0; j < q; ++j) {
-    float t[4];
-    dot4(w + size_t(j) * k, size_t(q) * k, x, k, t);
-    for (int r = 0; r < 4; ++r) y[j + r * q] = t[r] + (bias ? bias[j + r * q] : 0.f);
-  }
-  for (int j = 4 * q; j < m; ++j) y[j] = dot(x, w + size_t(j) * k, k) + (bias ? bias[j] : 0.f);
+  const auto out = [&](int j, float v) { y[j] = v + (bias ? bias[j] : 0.f); };
+  walk_streams(
+      m, 4,
+      [&](int first, int part) {
+        float t[4];
+        dot4(w + size_t(first) * k, size_t(part) * k, x, k, t);
+        for (int r = 0; r < 4; ++r) out(first + r * part, t[r]);
+      },
+      [&](int j) { out(j, dot1(w + size_t(j) * k, x, k)); });
 }
 
 // ---- f16 / bf16 matvec ------------------------------------------------------------------------
 namespace {
 
-// Four rows m/4 apart as in matvec, widened to f32 a chunk at a time (half.h) into an L1 buffer, then
+// Four rows `stride` apart as in matvec, widened to f32 a chunk at a time (half.h) into an L1 buffer, then
 // accumulated exactly as dot4 accumulates f32 rows: the same lanes, the same order, the same tail,
 // so an f16 matrix gives bit-identical results to its f32-widened copy, in decode as in prefill
 // (whose packed panels widen it the same way). Per 8 weights of a row one 16-byte load and ~4
@@ -99,22 +110,23 @@ void dot4_half(DType t, const uint8_t* w0, size_t stride, const float* x, int k,
 
 bool matvec_half(DType t, const float* x, const uint8_t* w, const float* bias, float* y, int k, int m) {
   const size_t row_bytes = size_t(k) * 2;
-  const int q = m / 4;
-  float* row = nullptr;
-  if (4 * q < m) {  // the last m % 4 rows go through dot(), as matvec's do: widened whole first
-    row = static_cast<float*>(scratch::get(scratch::kWidened, size_t(k) * sizeof(float)));
-    if (!row) return false;
-  }
-  for (int j = 0; j < q; ++j) {
-    float r4[4];
-    dot4_half(t, w + size_t(j) * row_bytes, size_t(q) * row_bytes, x, k, r4);
-    for (int r = 0; r < 4; ++r) y[j + r * q] = r4[r] + (bias ? bias[j + r * q] : 0.f);
-  }
-  for (int j = 4 * q; j < m; ++j) {
-    half::widen_row(t, w + size_t(j) * row_bytes, row, k);
-    y[j] = dot(x, row, k) + (bias ? bias[j] : 0.f);
-  }
-  return true;
+  float* row = nullptr;  // a row left over by the walk, widened whole first (then dot1, as matvec's)
+  bool ok = true;
+  const auto out = [&](int j, float v) { y[j] = v + (bias ? bias[j] : 0.f); };
+  walk_streams(
+      m, 4,
+      [&](int first, int part) {
+        float r4[4];
+        dot4_half(t, w + size_t(first) * row_bytes, size_t(part) * row_bytes, x, k, r4);
+        for (int r = 0; r < 4; ++r) out(first + r * part, r4[r]);
+      },
+      [&](int j) {
+        if (!row) row = static_cast<float*>(scratch::get(scratch::kWidened, size_t(k) * sizeof(float)));
+        if (!row) return void(ok = false);
+        half::widen_row(t, w + size_t(j) * row_bytes, row, k);
+        out(j, dot1(row, x, k));
+      });
+  return ok;
 }
 
 }  // namespace

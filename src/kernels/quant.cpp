@@ -20,6 +20,7 @@
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_scalar.h"
 #include "kernels/quant_simd.h"
+#include "kernels/row_walk.h"
 #include "kernels/scratch.h"
 
 namespace attnlens::kernels {
@@ -521,33 +522,21 @@ ATTNLENS_ONE_COPY Dots dots_of(DType t, int k) {
   return Dots{pick(t, 4), pick(t, 2), pick(t, 1), k / qs::act_block(act)};
 }
 
-// yi[0..rows) = rows of W (from wb, row_bytes apart) · one activation row, walked in pairs of rows
-// rows/2 apart, so that each row pointer walks its half of the matrix as one long sequential
-// stream. Reading adjacent rows side by side instead (2 or 4 short streams that restart every row)
-// measured 2-3× slower from DRAM on this machine (AMD EPYC, Node 20 and native alike): the hardware
-// prefetcher retrains on every restart, and wasm has no prefetch instruction. Two rows per pass is
-// the sweet spot in V8 for most types: three or four rows run out of registers; one row reloads x
-// for every row. q4_0 (no widening, few temporaries) walks four rows rows/4 apart, then the 0-3
-// rows left one by one.
+// yi[0..rows) = rows of W (from wb, row_bytes apart) · one activation row, walked as kernels/row_walk.h
+// says: two rows per kernel call (the sweet spot in V8 for most types: three or four rows run out of
+// registers; one row reloads x for every row), four for q4_0 (no widening, few temporaries); the rows
+// left over one by one (dot1: the same arithmetic per row).
 ATTNLENS_ONE_COPY void walk_rows(const Dots& d, const uint8_t* wb, size_t row_bytes, const qsimd::ActRow& a, int rows, float* yi) {
-  if (d.dot4) {  // four streams, each over a quarter of the rows
-    const int q = rows / 4;
-    for (int j = 0; j < q; ++j) {
-      float t4[4];
-      d.dot4(wb + size_t(j) * row_bytes, size_t(q) * row_bytes, a, d.nb, t4);
-      for (int r = 0; r < 4; ++r) yi[j + r * q] = t4[r];
-    }
-    for (int j = 4 * q; j < rows; ++j) d.dot1(wb + size_t(j) * row_bytes, 0, a, d.nb, yi + j);
-    return;
-  }
-  const int h = rows / 2;
-  for (int j = 0; j < h; ++j) {
-    float t2[2];
-    d.dot2(wb + size_t(j) * row_bytes, size_t(h) * row_bytes, a, d.nb, t2);
-    yi[j] = t2[0];
-    yi[j + h] = t2[1];
-  }
-  if (rows & 1) d.dot1(wb + size_t(rows - 1) * row_bytes, 0, a, d.nb, yi + rows - 1);
+  const int R = d.dot4 ? 4 : 2;
+  const qsimd::RowsDot dot = d.dot4 ? d.dot4 : d.dot2;
+  walk_streams(
+      rows, R,
+      [&](int first, int part) {
+        float t[4];
+        dot(wb + size_t(first) * row_bytes, size_t(part) * row_bytes, a, d.nb, t);
+        for (int r = 0; r < R; ++r) yi[first + r * part] = t[r];
+      },
+      [&](int j) { d.dot1(wb + size_t(j) * row_bytes, 0, a, d.nb, yi + j); });
 }
 
 // All n rows of x quantized into buf (n · act_stride bytes, 16-byte aligned).
