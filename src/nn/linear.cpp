@@ -38,8 +38,8 @@ void linear_rows(const Linear& l, int first, int count, const float* x, int n, f
 RowSplit row_split(int rows, int n, int threads) {
   // Prefill: up to 24 tasks (a balanced share for 1, 2, 3, 4, 6 or 8 threads, and spare ones for a
   // thread that another process slows down), each at least 64 rows (every task packs x again).
-  // Decode: one task per thread, at least 32 rows: each task's walk through W (kernels' walk_rows: 2
-  // or 4 sequential streams) is then as long as it can be. Blocks of 32 rows took 1.2-2.4x the time
+  // Decode: one task per thread, at least 32 rows: each task's walk through W (8 sequential streams,
+  // kernels/row_walk.h) is then as long as it can be. Blocks of 32 rows took 1.2-2.4x the time
   // of whole matrices (bench_kernels --filter decode_, one thread: bench/README.md), as the hardware
   // prefetcher restarts with every block. A multiple of 4 rows (the kernels' 4-row passes).
   // Each row of a decode comes out with the same bits whatever block it is in (test_nn_threads).
