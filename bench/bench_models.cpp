@@ -35,7 +35,7 @@
 // --kv-cache f32|q8_0|f32,q8_0: how the session's KV cache stores keys and values (nn/kv_cache.h; default
 //   f32); with both, --at times them alternated in one process (one decode_at line each).
 // --limits: first measure what the machine gives N threads in this build ("limits" line): memory
-//   read GB/s (kernels::dot over 128 MiB, split over the threads) and the SIMD peak in GFLOP/s
+//   read GB/s (kernels::matvec over 128 MiB, split over the threads) and the SIMD peak in GFLOP/s
 //   (independent multiply-adds on registers: SIMD128 has no FMA, so a mul and an add per lane).
 // One JSON line per measurement on stdout ("load", "decode", "prefill", "generate"); progress on stderr.
 #include <algorithm>
@@ -242,23 +242,26 @@ Pass decode_pass(const models::Model& model, models::Session& s, const std::vect
 // ---- what the machine gives the engine: memory read bandwidth and SIMD peak ------------------------
 // (Measurement code: the one place outside src/kernels that touches xsimd, to time registers alone.)
 
-// GB/s reading a 128 MiB array with kernels::dot, 24 tasks over the current threads; best of 5.
+// GB/s reading a 128 MiB array as 24 f32 matrices of 1024 columns, one kernels::matvec each (as a
+// decode reads its weights: several sequential streams per task, kernels/row_walk.h; one stream, as
+// kernels::dot reads, gets a fraction of that on some machines), over the current threads; best of 5.
 double read_gbs() {
   const size_t n = size_t(32) << 20;
-  std::vector<float> a(n, 1.f);
-  const int tasks = 24;
-  const size_t chunk = n / tasks;
-  std::vector<float> sink(tasks);
+  const int tasks = 24, k = 1024;
+  const int rows = int(n / tasks / k);
+  std::vector<float> a(n, 1.f), x(size_t(k), 1.f), y(size_t(tasks) * rows);
   double best = 1e30;
   for (int rep = 0; rep < 6; ++rep) {
     const double t0 = now_ms();
-    parallel::for_each(tasks, [&](int t) noexcept { sink[t] += kernels::dot(a.data() + t * chunk, a.data() + t * chunk, int(chunk)); });
+    parallel::for_each(tasks, [&](int t) noexcept {
+      kernels::matvec(x.data(), a.data() + size_t(t) * rows * k, nullptr, y.data() + size_t(t) * rows, k, rows);
+    });
     const double ms = now_ms() - t0;
     if (rep > 0) best = std::min(best, ms);  // rep 0 touches the pages
   }
-  volatile float keep = sink[0];
+  volatile float keep = y[0];
   (void)keep;
-  return double(n) * 4 / (best / 1000) / 1e9;
+  return double(size_t(tasks) * rows * k) * 4 / (best / 1000) / 1e9;
 }
 
 // GFLOP/s of 8 independent chains of v = v·a + b per task (2 flops per lane), 8 tasks per thread.
