@@ -62,7 +62,8 @@ float dot1(const float* w, const float* x, int k) {
 }  // namespace
 
 // Four rows per pass, walked as kernels/row_walk.h says (long sequential streams, several at once).
-// Against four streams, eight read rand110M's f32 matrices in decode … (bench/README.md).
+// f32 decode read as fast with eight streams as with four (rand110M, bench/README.md "Decode: eight
+// streams through W"); it takes the same walk as the block formats, whose reads eight streams sped up.
 void matvec(const float* x, const float* w, const float* bias, float* y, int k, int m) noexcept {
   const auto out = [&](int j, float v) { y[j] = v + (bias ? bias[j] : 0.f); };
   walk_streams(
