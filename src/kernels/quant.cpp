@@ -399,11 +399,11 @@ void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* o
   for (int r = 0; r < R; ++r) out[r] = lanes_sum(acc[r]) + macc[r];
 }
 
-// R = 4 where it measured faster than 2 (q4_0: 4 registers of x, few temporaries); such a type has
-// no R = 2 (the driver takes the 0-3 rows left one at a time).
+// R = 4 where it measured faster than 2 (walk_rows says why); such a type has no R = 2 (the driver
+// takes the 0-3 rows left one at a time).
 template <class T>
 RowsDot pick(int R) {
-  if constexpr (HasCorr<T>::value) return R == 4 ? &dot_rows<T, 4> : R == 1 ? &dot_rows<T, 1> : nullptr;
+  if constexpr (HasCorr<T>::value || std::is_same_v<T, Q8_0>) return R == 4 ? &dot_rows<T, 4> : R == 1 ? &dot_rows<T, 1> : nullptr;
   return R == 2 ? &dot_rows<T, 2> : R == 1 ? &dot_rows<T, 1> : nullptr;
 }
 
@@ -523,9 +523,15 @@ ATTNLENS_ONE_COPY Dots dots_of(DType t, int k) {
 }
 
 // yi[0..rows) = rows of W (from wb, row_bytes apart) · one activation row, walked as kernels/row_walk.h
-// says: two rows per kernel call (the sweet spot in V8 for most types: three or four rows run out of
-// registers; one row reloads x for every row), four for q4_0 (no widening, few temporaries); the rows
-// left over one by one (dot1: the same arithmetic per row).
+// says, R rows per kernel call (the R rows share each load of x; one row would reload x for every
+// row), the rows left over one by one (dot1: the same arithmetic per row). R = 4 for q4_0 (no
+// widening, few temporaries), q8_0 and the super-block types (not the relaxed variant's q4_K,
+// quant_k.cpp); 2 for the rest, whose 4-row kernels run out of V8's 16 vector registers (q4_1,
+// q5_0, q5_1: 14-22% slower in bench_kernels). For q8_0 and the super-block types R = 4 costs
+// nothing in cache and gains from memory: a call reads its R rows' streams side by side, so twice as
+// many of the walk's 8 streams are in flight at once (rand110M decode, 1 thread, wasm: q8_0 +15%,
+// Q4_K_M +5%; bench/README.md "Decode: four rows per call"). Eight rows per call spill, and measured
+// slower for the 42M shape.
 ATTNLENS_ONE_COPY void walk_rows(const Dots& d, const uint8_t* wb, size_t row_bytes, const qsimd::ActRow& a, int rows, float* yi) {
   const int R = d.dot4 ? 4 : 2;
   const qsimd::RowsDot dot = d.dot4 ? d.dot4 : d.dot2;

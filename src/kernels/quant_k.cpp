@@ -556,8 +556,13 @@ void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* o
   for (int r = 0; r < R; ++r) out[r] = lanes_sum(acc[r]);
 }
 
+// Four rows per call (quant.cpp walk_rows: more of the walk's streams in flight), but two for the
+// relaxed-SIMD variant's q4_K, whose four-row kernel runs 10% slower in cache (bench_kernels_relaxed)
+// and gained nothing in rand110M's Q4_K_M decode.
 template <class T>
 RowsDot pick(int R) {
+  constexpr int kR = std::is_same_v<T, Q4_K> && HasSuperblock8<T>::value ? 2 : 4;
+  if constexpr (kR == 4) return R == 4 ? &dot_rows<T, 4> : R == 1 ? &dot_rows<T, 1> : nullptr;
   return R == 2 ? &dot_rows<T, 2> : R == 1 ? &dot_rows<T, 1> : nullptr;
 }
 
