@@ -230,7 +230,7 @@ inline void widen_s8(__m128i lo, __m128i hi, __m128i* w) {
 }
 
 struct Q8_0 {
-  static constexpr int kBytes = qb::kBytesQ8_0, kD = 0, kM = -1;
+  static constexpr int kBytes = qb::kBytesQ8_0, kD = 0, kM = -1, kRows = 4;
   static __m128i isum(const uint8_t* blk, const int16_t* x) {
     const __m128i* xv = reinterpret_cast<const __m128i*>(x);
     const uint8_t* q = blk + 2;
@@ -249,7 +249,7 @@ struct Q8_0 {
 // 16 bytes of nibbles: low nibbles are elements 0..15, high nibbles 16..31. x in Layout::Nib4: the
 // four masks give the products ×256 (quant_simd.h), corr the −8.
 struct Q4_0 {
-  static constexpr int kBytes = qb::kBytesQ4_0, kD = 0, kM = -1;
+  static constexpr int kBytes = qb::kBytesQ4_0, kD = 0, kM = -1, kRows = 4;
   static constexpr bool kCorr = true;
   static __m128i isum(const uint8_t* blk, const int16_t* x) {
     __m128i w[4];
@@ -399,12 +399,11 @@ void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* o
   for (int r = 0; r < R; ++r) out[r] = lanes_sum(acc[r]) + macc[r];
 }
 
-// R = 4 where it measured faster than 2 (walk_rows says why); such a type has no R = 2 (the driver
-// takes the 0-3 rows left one at a time).
+// RowsPerCall<T> rows per call, or 1 (the driver takes the rows left over one at a time).
 template <class T>
 RowsDot pick(int R) {
-  if constexpr (HasCorr<T>::value || std::is_same_v<T, Q8_0>) return R == 4 ? &dot_rows<T, 4> : R == 1 ? &dot_rows<T, 1> : nullptr;
-  return R == 2 ? &dot_rows<T, 2> : R == 1 ? &dot_rows<T, 1> : nullptr;
+  constexpr int kR = RowsPerCall<T>::value;
+  return R == kR ? &dot_rows<T, kR> : R == 1 ? &dot_rows<T, 1> : nullptr;
 }
 
 // The prefill tile (quant_simd.h TileDot): per block, W's 32 weights are decoded once into 4 int16
@@ -524,14 +523,14 @@ ATTNLENS_ONE_COPY Dots dots_of(DType t, int k) {
 
 // yi[0..rows) = rows of W (from wb, row_bytes apart) · one activation row, walked as kernels/row_walk.h
 // says, R rows per kernel call (the R rows share each load of x; one row would reload x for every
-// row), the rows left over one by one (dot1: the same arithmetic per row). R = 4 for q4_0 (no
-// widening, few temporaries), q8_0 and the super-block types (not the relaxed variant's q4_K,
-// quant_k.cpp); 2 for the rest, whose 4-row kernels run out of V8's 16 vector registers (q4_1,
-// q5_0, q5_1: 14-22% slower in bench_kernels). For q8_0 and the super-block types R = 4 costs
-// nothing in cache and gains from memory: a call reads its R rows' streams side by side, so twice as
-// many of the walk's 8 streams are in flight at once (rand110M decode, 1 thread, wasm: q8_0 +15%,
-// Q4_K_M +5%; bench/README.md "Decode: four rows per call"). Eight rows per call spill, and measured
-// slower for the 42M shape.
+// row), the rows left over one by one (dot1: the same arithmetic per row). R is the type's kRows
+// (qsimd::RowsPerCall): 4 for q4_0 (no widening, few temporaries), q8_0 and the super-block types
+// (not the relaxed variant's q4_K, quant_k.cpp); 2 for the rest (q4_1, q5_0, q5_1 measured 14-22%
+// slower in bench_kernels with 4: their kernels run out of V8's 16 vector registers). For q8_0 and
+// the super-block types R = 4 costs nothing in cache and gains from memory: a call reads its R rows'
+// streams side by side, so twice as many of the walk's 8 streams are in flight at once (rand110M
+// decode, 1 thread, wasm: q8_0 +15%, Q4_K_M +5%; bench/README.md "Decode: four rows per call").
+// Eight rows per call spill, and measured slower for the 42M shape.
 ATTNLENS_ONE_COPY void walk_rows(const Dots& d, const uint8_t* wb, size_t row_bytes, const qsimd::ActRow& a, int rows, float* yi) {
   const int R = d.dot4 ? 4 : 2;
   const qsimd::RowsDot dot = d.dot4 ? d.dot4 : d.dot2;

@@ -153,6 +153,10 @@ inline __m128 k45_superblock(const uint8_t* blk, const X* x, const int16_t* bs, 
 template <bool Q5>
 struct K45 {
   static constexpr int kBytes = Q5 ? qb::kBytesQ5K : qb::kBytesQ4K;
+  // 4 rows per decode call (quant.cpp walk_rows), but 2 for the relaxed-SIMD variant's q4_K: its
+  // four-row kernel ran 10% slower in cache (bench_kernels_relaxed) and gained nothing in rand110M's
+  // Q4_K_M decode.
+  static constexpr int kRows = Q5 || !kBytesStep ? 4 : 2;
   static __m128 superblock(const uint8_t* b, const int16_t* x, const int16_t* bs, float dx, __m128 acc, const F16& f) {
     return k45_superblock<Q5, false>(b, x, bs, dx, acc, f);
   }
@@ -175,7 +179,7 @@ using Q5_K = K45<true>;
 // Row t of that table (t = 0..3) holds sub-blocks 8h + 2t (g = 0) and 8h + 2t + 1 (g = 1): their
 // scales as one int16 pair, and their sums as one, in one i32x4.dot_i16x8_s (as q4_K's pairs).
 struct Q6_K {
-  static constexpr int kBytes = qb::kBytesQ6K;
+  static constexpr int kBytes = qb::kBytesQ6K, kRows = 4;
   // The 6-bit quants of row t of half h for l = 16g … 16g + 15 (l0 = ql[16g..], l1 = ql[32 + 16g..],
   // hb = qh[16g..]).
   static __m128i quants(__m128i l0, __m128i l1, __m128i hb, int t) {
@@ -260,7 +264,7 @@ inline __m128i k3_scales(const uint8_t* s) {
 // Element e = 128h + 32s + l: low 2 bits = bits 2s..2s+1 of qs[32h + l], high bit = bit 4h + s of
 // hmask[l]; l < 16 is sub-block 8h + 2s, l ≥ 16 sub-block 8h + 2s + 1.
 struct Q3_K {
-  static constexpr int kBytes = qb::kBytesQ3K;
+  static constexpr int kBytes = qb::kBytesQ3K, kRows = 4;
   static __m128 superblock(const uint8_t* blk, const int16_t* x, const int16_t* bs, float dx, __m128 acc,
                            const F16& f16) {
     const __m128i sc8 = k3_scales(blk + 96);
@@ -293,7 +297,7 @@ struct Q3_K {
 // ---- q2_K: 16 sub-blocks of 16, 4-bit scales and mins -------------------------------------------
 // Element e = 128h + 32s + l: bits 2s..2s+1 of qs[32h + l] (qs at byte 16); sub-blocks as q3_K.
 struct Q2_K {
-  static constexpr int kBytes = qb::kBytesQ2K;
+  static constexpr int kBytes = qb::kBytesQ2K, kRows = 4;
   static __m128 superblock(const uint8_t* blk, const int16_t* x, const int16_t* bs, float dx, __m128 acc,
                            const F16& f16) {
     const __m128i sm = load16(blk);  // scale | min << 4, per sub-block
@@ -324,7 +328,7 @@ struct Q2_K {
 
 // ---- iq4_xs: 8 sub-blocks of 32 as iq4_nl, 6-bit scales − 32 -------------------------------------
 struct IQ4_XS {
-  static constexpr int kBytes = qb::kBytesIQ4XS;
+  static constexpr int kBytes = qb::kBytesIQ4XS, kRows = 4;
   static __m128 superblock(const uint8_t* blk, const int16_t* x, const int16_t*, float dx, __m128 acc,
                            const F16& f16) {
     const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qb::kIQ4NL));
@@ -556,14 +560,11 @@ void dot_rows(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* o
   for (int r = 0; r < R; ++r) out[r] = lanes_sum(acc[r]);
 }
 
-// Four rows per call (quant.cpp walk_rows: more of the walk's streams in flight), but two for the
-// relaxed-SIMD variant's q4_K, whose four-row kernel runs 10% slower in cache (bench_kernels_relaxed)
-// and gained nothing in rand110M's Q4_K_M decode.
+// RowsPerCall<T> rows per call (every type here: 4, quant.cpp walk_rows says why), or 1.
 template <class T>
 RowsDot pick(int R) {
-  constexpr int kR = std::is_same_v<T, Q4_K> && HasSuperblock8<T>::value ? 2 : 4;
-  if constexpr (kR == 4) return R == 4 ? &dot_rows<T, 4> : R == 1 ? &dot_rows<T, 1> : nullptr;
-  return R == 2 ? &dot_rows<T, 2> : R == 1 ? &dot_rows<T, 1> : nullptr;
+  constexpr int kR = RowsPerCall<T>::value;
+  return R == kR ? &dot_rows<T, kR> : R == 1 ? &dot_rows<T, 1> : nullptr;
 }
 
 }  // namespace

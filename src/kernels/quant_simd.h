@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/tensor.h"
 #include "kernels/quant_blocks.h"
@@ -213,6 +214,12 @@ inline __m128i bsum_dot(__m128i c_lo, __m128i c_hi, const int16_t* bsums) {
 // out[r] = W_r·x for R rows of W (r = 0..R-1 at w + r·stride) over nb blocks (of 32 or 256), x one
 // quantized activation row. Two rows per call let the rows share every activation load.
 using RowsDot = void (*)(const uint8_t* w, size_t stride, const ActRow& a, int nb, float* out);
+// Rows per call of a block type T's decode kernel: T::kRows (4) where the type says so, else 2
+// (quant.cpp walk_rows says why); the callers' pick() offers that R and 1.
+template <class T, class = void>
+struct RowsPerCall : std::integral_constant<int, 2> {};
+template <class T>
+struct RowsPerCall<T, std::void_t<decltype(T::kRows)>> : std::integral_constant<int, T::kRows> {};
 RowsDot rows_dot_32(DType t, int R);          // quant.cpp: q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl
 RowsDot rows_dot_superblock(DType t, int R);  // quant_k.cpp: q2_K … q6_K, iq4_xs
 
