@@ -90,8 +90,11 @@ inline int scale_round(const float* x, int n, float scale, int16_t* xq) {
 Layout layout_of(DType t) {
   switch (t) {
     case DType::Q4_0: return Layout::Nib4;
-    // The relaxed-SIMD variant's q4_K kernels read only the int8 copy (and bsums, d): no relayout.
-    case DType::Q4_K: return kBytesStep ? Layout::Natural : Layout::EvenOdd16;
+    case DType::Q2_K:
+    case DType::Q3_K: return Layout::EvenOddDiff;
+    // The relaxed-SIMD variant's q4_K and q5_K kernels read only the int8 copy (and bsums, d): no relayout.
+    case DType::Q4_K:
+    case DType::Q5_K: return kBytesStep ? Layout::Natural : Layout::EvenOddDiff;
     default: return Layout::Natural;
   }
 }
@@ -100,8 +103,8 @@ Bytes bytes_of(DType t) {
 #if defined(ATTNLENS_RELAXED_SIMD)
   switch (t) {
     case DType::Q4_0:
-    case DType::Q4_K: return Bytes::Natural;
-    case DType::Q5_K:
+    case DType::Q4_K:
+    case DType::Q5_K: return Bytes::Natural;
     case DType::Q6_K: return Bytes::Pairs8;
     default: return Bytes::None;
   }
@@ -113,7 +116,7 @@ Bytes bytes_of(DType t) {
 
 namespace {
 
-// The 8 even and the 8 odd int16 lanes of (a, b): elements 0..15 in EvenOdd16 order.
+// The 8 even and the 8 odd int16 lanes of (a, b): elements 0..15, the even ones first.
 inline void even_odd(__m128i a, __m128i b, __m128i* even, __m128i* odd) {
 #if defined(__wasm_simd128__)
   *even = wasm_i16x8_shuffle(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
@@ -155,6 +158,10 @@ void relayout(Layout lay, int16_t* q, int k, float* d, int32_t* corr) {
       e1 = _mm_slli_epi16(e1, 4);
       o1 = _mm_slli_epi16(o1, 8);
       d[b] *= 1.f / 256;
+    }
+    if (lay == Layout::EvenOddDiff) {  // o − 256·e (in range: the int16 arithmetic is exact)
+      o0 = _mm_sub_epi16(o0, _mm_slli_epi16(e0, 8));
+      o1 = _mm_sub_epi16(o1, _mm_slli_epi16(e1, 8));
     }
     _mm_store_si128(v, e0);
     _mm_store_si128(v + 1, o0);
@@ -212,7 +219,7 @@ void quantize_row(qs::Act act, Layout lay, Bytes by, const float* x, int k, cons
     d[b] = 1.f / iscale;
   }
   if (by != Bytes::None) to_bytes(by, q, k, out.q8);
-  if (lay != Layout::Natural) relayout(lay, q, k, d, out.corr);  // EvenOdd16 only: d stays
+  if (lay != Layout::Natural) relayout(lay, q, k, d, out.corr);  // EvenOddDiff only: d stays
 }
 
 namespace {
@@ -551,10 +558,11 @@ ATTNLENS_ONE_COPY void quantize_rows_simd(DType t, const float* x, int n, int k,
 }
 
 // The tile layout a weight type's tile kernel reads (quant_simd.h TileAt): blocks of 32 or of 256
-// (sb), with q4_0's corr, of the int16 values or of the int8 copy (q8); parts() says where a tile
-// block's parts are, in bytes.
+// (sb), with q4_0's corr, of the int16 values or of the int8 copy (q8), the rows' Layout::EvenOddDiff
+// turned back into the even and the odd values (undiff); parts() says where a tile block's parts are,
+// in bytes.
 struct TileFormat {
-  bool sb, corr, q8;
+  bool sb, corr, q8, undiff;
   struct Parts {
     int q, corr, bsums, d, block;
   };
@@ -566,7 +574,7 @@ struct TileFormat {
 };
 TileFormat tile_format(DType t) {
   return {qs::act_of(t) == qs::Act::Q8_K, qsimd::layout_of(t) == qsimd::Layout::Nib4,
-          qsimd::bytes_of(t) != qsimd::Bytes::None};
+          qsimd::bytes_of(t) != qsimd::Bytes::None, qsimd::layout_of(t) == qsimd::Layout::EvenOddDiff};
 }
 
 // kTileTokens rows of x from row i (row layout, rows `stride` bytes apart in buf) into the tile
@@ -594,7 +602,15 @@ ATTNLENS_ONE_COPY void pack_tile(const TileFormat& f, const uint8_t* buf, size_t
       const uint8_t* d = c + size_t(k / 32) * 16;
       // the values of block b: int16 at the row's start, or int8 at q8_at
       const uint8_t* q = q8 ? row + q8_at + size_t(blk) * b : row + size_t(2) * blk * b;
-      for (int j = 0; j < blk / 32; ++j) copy16(out + at.q * (NT * j + t), q + at.q * j, at.q / 16);
+      for (int j = 0; j < blk / 32; ++j) {
+        uint8_t* to = out + at.q * (NT * j + t);
+        copy16(to, q + at.q * j, at.q / 16);
+        if (f.undiff)  // per 16 elements [e][o − 256·e] → [e][o]
+          for (int v = 0; v < at.q / 16; v += 2) {
+            auto* p = reinterpret_cast<__m128i*>(to) + v;
+            _mm_storeu_si128(p + 1, _mm_add_epi16(_mm_loadu_si128(p + 1), _mm_slli_epi16(_mm_loadu_si128(p), 8)));
+          }
+      }
       if (sb) copy16(out + at.bsums + 32 * t, d + size_t(nb) * 8 + 32 * size_t(b), 2);
       else if (corr) copy16(out + at.corr + 16 * t, c + 16 * size_t(b), 1);
       std::memcpy(out + at.d + 4 * t, d + 4 * size_t(b), 4);

@@ -1,9 +1,10 @@
 // Dot products with super-block weights (q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs: 256 weights with 8
 // or 16 integer sub-block scales, quant_blocks.h) against q8_K activations (quant_scalar.h). Per
-// super-block and row, everything stays in int32 lanes: each sub-block's Σ q·xq (the quants widened
-// to int16, i32x4.dot_i16x8_s with the activations), times its integer scale (two sub-blocks' lanes
-// as int16 pairs against their two scales in one i32x4.dot_i16x8_s, pair_scaled; iq4_xs, whose
-// lanes exceed int16, by i32x4.mul), summed;
+// super-block and row, everything stays in int32 lanes: each sub-block's Σ q·xq (q2_K … q5_K: the
+// quant bytes read as int16 lanes against activations in Layout::EvenOddDiff, dot_eo; q6_K, iq4_xs:
+// widened to int16; i32x4.dot_i16x8_s), times its integer scale (two sub-blocks' lanes as int16
+// pairs against their two scales in one i32x4.dot_i16x8_s, pair_scaled; iq4_xs, whose lanes exceed
+// int16, by i32x4.mul), summed;
 // the mins (q2_K/q4_K/q5_K) and the offsets of the signed types (q3_K: q − 4, q6_K: q − 32, which
 // the kernels keep unsigned) come from the activations' sums per 16 (bsums) in one more
 // dot_i16x8 pair. One float multiply-add per super-block and row then applies d·dx (and dmin·dx).
@@ -40,11 +41,12 @@ inline __m128i splat_lane(__m128i v, int t) {
   }
 }
 
-// Σ over 16 elements in int16 lanes (even: the 8 even elements, odd: the 8 odd ones) × x in
-// Layout::EvenOdd16.
-inline __m128i dot_eo(__m128i even, __m128i odd, const int16_t* x) {
+// Σ over 16 byte weights w (0..127) × x in Layout::EvenOddDiff (quant_simd.h), v the 16 bytes read as
+// int16 lanes (lane i = w[2i] + 256·w[2i+1]): v·e + (v >> 8)·(o − 256·e). Int32 lane j sums elements
+// 4j … 4j + 3.
+inline __m128i dot_eo(__m128i v, const int16_t* x) {
   const __m128i* xv = reinterpret_cast<const __m128i*>(x);
-  return _mm_add_epi32(_mm_madd_epi16(even, _mm_load_si128(xv)), _mm_madd_epi16(odd, _mm_load_si128(xv + 1)));
+  return _mm_add_epi32(_mm_madd_epi16(v, _mm_load_si128(xv)), _mm_madd_epi16(_mm_srli_epi16(v, 8), _mm_load_si128(xv + 1)));
 }
 
 // Moves bit `from` of every byte to bit `to` (0..7) and clears the rest (mask = 1 << to). The shifts
@@ -78,13 +80,10 @@ inline __m128i k4_mins(const uint8_t* mn, const int16_t* bs) {
   return bsum_dot(lo_u16(dup), hi_u16(dup), bs);
 }
 
-// x: the int16 values (Layout::EvenOdd16 for q4_K, Natural for q5_K), or with K8 (the relaxed-SIMD
-// variant's superblock8) the int8 copy: q4_K's in Bytes::Natural, q5_K's in Bytes::Pairs8, whose
-// order q5_K's quant bytes get by one shuffle per 16 (the 5th-bit merge is byte-wise, so it commutes
-// with it). With K8 each sub-block is two relaxed dots summed in int16 (|·| ≤ 4·31·127) times its
-// scale in one i32x4.dot_i16x8_s; int32 lane j then sums the elements of the int16 path's lane j
-// (q4_K: 4j..4j+3 and 16+4j..19+4j of the sub-block, as dot_eo; q5_K: 2j, 2j + 1, 8 + 2j, 9 + 2j of
-// each 16, as dot16_u8), so the same integers and the same float steps.
+// x: the int16 values in Layout::EvenOddDiff, or with K8 (the relaxed-SIMD variant's superblock8)
+// the int8 copy in natural order: each sub-block is two relaxed dots summed in int16 (|·| ≤ 4·31·127)
+// times its scale in one i32x4.dot_i16x8_s. Either way int32 lane j sums elements 4j … 4j + 3 and
+// 16 + 4j … 19 + 4j of each sub-block: the same integers and the same float steps.
 template <bool Q5, bool K8, class X>
 inline __m128 k45_superblock(const uint8_t* blk, const X* x, const int16_t* bs, float dx, __m128 acc,
                              const F16& f16) {
@@ -92,35 +91,21 @@ inline __m128 k45_superblock(const uint8_t* blk, const X* x, const int16_t* bs, 
   k4_unpack(blk + 4, sc, mn);
   alignas(16) int32_t sc16[4];  // (sc[2c], sc[2c+1]) as two int16
   _mm_store_si128(reinterpret_cast<__m128i*>(sc16), lo_u16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
-  const __m128i order = pairs8_order();
-  // q5_K's bytes in the order of its int8 copy (K8), else as stored
-  const auto load = [&](const uint8_t* p) { return Q5 && K8 ? lookup16(load16(p), order) : load16(p); };
   const uint8_t* qs = blk + (Q5 ? 48 : 16);
   __m128i h0 = _mm_setzero_si128(), h1 = _mm_setzero_si128();
   if constexpr (Q5) {
-    h0 = load(blk + 16);
-    h1 = load(blk + 32);
+    h0 = load16(blk + 16);
+    h1 = load16(blk + 32);
   }
   __m128i isum = _mm_setzero_si128();
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
 #endif
   for (int c = 0; c < 4; ++c) {
-    const __m128i v0 = load(qs + 32 * c), v1 = load(qs + 32 * c + 16);
+    // Byte l of v0 holds element l of sub-block 2c (bits 0-3) and of sub-block 2c + 1 (bits 4-7); v1
+    // the same for elements 16 + l.
+    const __m128i v0 = load16(qs + 32 * c), v1 = load16(qs + 32 * c + 16);
     const X* xc = x + 64 * c;
-    if constexpr (!Q5 && !K8) {
-      // x in Layout::EvenOdd16. Lane i of v0 (as int16) holds elements 2i (bits 0-3) and 2i + 1
-      // (bits 8-11) of sub-block 2c, at bits 4-7 and 12-15 those of sub-block 2c + 1; v1 the same
-      // for elements 16 + 2i, 17 + 2i.
-      const __m128i m = _mm_set1_epi16(0x000F);
-      const __m128i s_lo = _mm_add_epi32(dot_eo(_mm_and_si128(v0, m), _mm_and_si128(_mm_srli_epi16(v0, 8), m), xc),
-                                         dot_eo(_mm_and_si128(v1, m), _mm_and_si128(_mm_srli_epi16(v1, 8), m), xc + 16));
-      const __m128i s_hi = _mm_add_epi32(dot_eo(_mm_and_si128(_mm_srli_epi16(v0, 4), m), _mm_srli_epi16(v0, 12), xc + 32),
-                                         dot_eo(_mm_and_si128(_mm_srli_epi16(v1, 4), m), _mm_srli_epi16(v1, 12), xc + 48));
-      // Each lane of s_lo / s_hi sums 8 products (|·| ≤ 8·15·128 = 15360): both scales in one dot.
-      isum = _mm_add_epi32(isum, pair_scaled(s_lo, s_hi, _mm_set1_epi32(sc16[c])));
-      continue;
-    }
     __m128i lo0 = nib_lo(v0), lo1 = nib_lo(v1), hi0 = nib_hi(v0), hi1 = nib_hi(v1);
     if constexpr (Q5) {
       // 5th bit of element 64c + l: bit 2c of qh[l]; of 64c + 32 + l: bit 2c + 1. h0 / h1 move down
@@ -140,9 +125,9 @@ inline __m128 k45_superblock(const uint8_t* blk, const X* x, const int16_t* bs, 
                                                _mm_madd_epi16(p_hi, _mm_set1_epi16(int16_t(sc[2 * c + 1])))));
 #endif
     } else {
-      const __m128i s_lo = _mm_add_epi32(dot16_u8(lo0, xc), dot16_u8(lo1, xc + 16));
-      const __m128i s_hi = _mm_add_epi32(dot16_u8(hi0, xc + 32), dot16_u8(hi1, xc + 48));
-      // Each lane sums 8 products (|·| ≤ 8·31·128 = 31744): both scales in one dot, as q4_K's.
+      const __m128i s_lo = _mm_add_epi32(dot_eo(lo0, xc), dot_eo(lo1, xc + 16));
+      const __m128i s_hi = _mm_add_epi32(dot_eo(hi0, xc + 32), dot_eo(hi1, xc + 48));
+      // Each lane sums 8 products (|·| ≤ 8·31·128 = 31744): both scales in one dot.
       isum = _mm_add_epi32(isum, pair_scaled(s_lo, s_hi, _mm_set1_epi32(sc16[c])));
     }
   }
@@ -285,7 +270,7 @@ struct Q3_K {
         const __m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q1, 2 * s), bytes(0x03)), bit_to(m1, hbit, 2, 0x04));
         const int16_t* xs = x + 128 * h + 32 * s;
         // Lanes of ≤ 4·7·128 = 3584 in magnitude; the scale pair (sc[j], sc[j + 1]), j = 8h + 2s.
-        isum = _mm_add_epi32(isum, pair_scaled(dot16_u8(lo, xs), dot16_u8(hi, xs + 16), _mm_set1_epi32(pairs[4 * h + s])));
+        isum = _mm_add_epi32(isum, pair_scaled(dot_eo(lo, xs), dot_eo(hi, xs + 16), _mm_set1_epi32(pairs[4 * h + s])));
       }
     }
     // − 4·Σ_j sc_j·bsums_j (the quants were kept as q + 4 ∈ [0, 8)).
@@ -316,7 +301,7 @@ struct Q2_K {
         const __m128i hi = _mm_and_si128(_mm_srli_epi16(q1, 2 * s), bytes(0x03));
         const int16_t* xs = x + 128 * h + 32 * s;
         // Lanes of ≤ 4·3·128 = 1536 in magnitude; the scale pair (sc[j], sc[j + 1]), j = 8h + 2s.
-        isum = _mm_add_epi32(isum, pair_scaled(dot16_u8(lo, xs), dot16_u8(hi, xs + 16), _mm_set1_epi32(pairs[4 * h + s])));
+        isum = _mm_add_epi32(isum, pair_scaled(dot_eo(lo, xs), dot_eo(hi, xs + 16), _mm_set1_epi32(pairs[4 * h + s])));
       }
     }
     const __m128i mins = nib_hi(sm);
@@ -353,7 +338,8 @@ struct IQ4_XS {
 // above and the integers are exact, so each lane holds the same int32; the offsets/mins and the float
 // steps are the same operations in the same order: the bits of dot_rows (test_kernels_quant).
 // 32 unsigned bytes × scale: natural order (x in Layout::Natural) or, with EO, per 16 bytes the even
-// ones then the odd ones (x in Layout::EvenOdd16).
+// ones then the odd ones (x in Layout::EvenOddDiff, which pack_tile turns back into the even and the
+// odd values for the tiles).
 template <bool EO>
 inline void widen_scaled(__m128i lo16, __m128i hi16, __m128i s_lo, __m128i s_hi, __m128i* w) {
   if constexpr (EO) {
@@ -406,7 +392,7 @@ struct K45Tile {
     __m128i lo, hi;
     quants(blk, j, &lo, &hi);
     const __m128i s = _mm_set1_epi16(int16_t(st.sc[j]));
-    widen_scaled<!Q5>(lo, hi, s, s, w);
+    widen_scaled<true>(lo, hi, s, s, w);
   }
   static __m128 finish(const SbState& st, __m128i isum, const int16_t* bs, float dx, __m128 acc) {
     acc = scale_add(acc, isum, st.d * dx);
@@ -415,17 +401,12 @@ struct K45Tile {
 };
 
 #if defined(ATTNLENS_RELAXED_SIMD)
-// q4_K's and q5_K's tiles from the int8 copy of x (Tile8; q4_K's in Bytes::Natural, q5_K's in
-// Bytes::Pairs8, whose order its quant bytes get by one shuffle per 16): chunk j's quants as bytes and
+// q4_K's and q5_K's tiles from the int8 copy of x (Tile8, Bytes::Natural): chunk j's quants as bytes and
 // its scale, per token k45_superblock's K8 operations on sub-block j (the same int32 lanes).
 template <bool Q5>
 struct K45Tile8 : K45Tile<Q5> {
   static void chunk8(const uint8_t* blk, const SbState& st, int j, __m128i* w) {
     K45Tile<Q5>::quants(blk, j, &w[0], &w[1]);
-    if constexpr (Q5) {
-      w[0] = lookup16(w[0], pairs8_order());
-      w[1] = lookup16(w[1], pairs8_order());
-    }
     w[2] = _mm_set1_epi16(int16_t(st.sc[j]));
   }
   static __m128i isum8(const __m128i* w, const int8_t* x) {

@@ -46,10 +46,16 @@ struct ActRow {
 // the fewest operations to bring the weights next to them (the values and the sums are those of
 // quant_scalar.h in every layout; only their order and a power-of-two factor differ):
 //   Natural    element order.
-//   EvenOdd16  per 16 elements, the 8 even ones then the 8 odd ones. A 16-byte vector of weights
+//   EvenOddDiff  per 16 elements, the 8 even ones e[i] = x[2i], then o[i] − 256·e[i] with
+//              o[i] = x[2i+1] (|·| ≤ 127 + 256·127 = 32639 fits int16). A 16-byte vector of byte weights
 //              read as 8 int16 lanes holds element 2i in the low byte of lane i and 2i + 1 in the
-//              high byte: `v & 0x00FF` and `v >> 8` (one operation each, or one more for a nibble)
-//              are the two halves in int16 lanes, no byte widening (q4_K in the portable builds).
+//              high byte, v = w[2i] + 256·w[2i+1] (w < 128 here), so
+//                v·e[i] + (v >> 8)·(o[i] − 256·e[i]) = w[2i]·x[2i] + w[2i+1]·x[2i+1],
+//              exactly, in two i32x4.dot_i16x8_s (dot_eo, quant_k.cpp): the low byte needs no mask
+//              and no byte widening, one shift per 16 weights (q2_K, q3_K, and q4_K / q5_K in the
+//              portable builds; int32 lane j sums elements 4j … 4j + 3 of each 16). The prefill tiles
+//              multiply each half by its sub-block scale first and need o itself: pack_tile undoes
+//              the difference.
 //   Nib4       q4_0: per block of 32, four vectors of 8 lanes, 256·x[2i], x[2i+1], 16·x[16+2i],
 //              256·x[17+2i]. The 16 nibble bytes read as int16 lanes hold nibbles 2i, 16+2i, 2i+1,
 //              17+2i at bits 0, 4, 8, 12: `v & 0x000F`, `v & 0x00F0`, `v & 0x0F00` and `v >> 12`
@@ -57,7 +63,7 @@ struct ActRow {
 //              int16), one operation per 8 weights. corr (lane j: −2048·Σ of the 8 x of lane j)
 //              adds q4_0's −8; d is stored ×2^-8, so (d_w·d_x)·Σ comes out bitwise as in Natural
 //              (power-of-two factors are exact in the conversions and products).
-enum class Layout { Natural, EvenOdd16, Nib4 };
+enum class Layout { Natural, EvenOddDiff, Nib4 };
 
 // The int8 copy of a row's values (ActRow::q8) that the relaxed-SIMD variant's decode kernels and
 // prefill tiles (Tile8) read with i16x8.relaxed_dot_i8x16_i7x16_s (quant.cpp, quant_k.cpp: 16
@@ -65,10 +71,10 @@ enum class Layout { Natural, EvenOdd16, Nib4 };
 // pmaddubsw). The kernels keep the int32 lanes of their portable twins — lane j of a block sums the
 // same elements, exactly — so both variants, decode and prefill, give the same bits:
 //   None     no copy (the portable builds; the types without such a kernel).
-//   Natural  element order (q4_0, q4_K).
-//   Pairs8   per 16 elements the order 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15 (q5_K, q6_K: their
-//            portable lane j holds elements 2j, 2j + 1, 8 + 2j, 9 + 2j of each 16; the weights get the
-//            same order by one byte shuffle per 16).
+//   Natural  element order (q4_0, q4_K, q5_K).
+//   Pairs8   per 16 elements the order 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15 (q6_K: its portable lane
+//            j holds elements 2j, 2j + 1, 8 + 2j, 9 + 2j of each 16; the weights get the same order by
+//            one byte shuffle per 16).
 enum class Bytes { None, Natural, Pairs8 };
 // 1 where rows carry the int8 copy (the relaxed-SIMD variant), else 0: the kernels advance their
 // pointer into it by kBytesStep × the elements (0 keeps a null pointer null).
