@@ -604,12 +604,17 @@ ATTNLENS_ONE_COPY void pack_tile(const TileFormat& f, const uint8_t* buf, size_t
       const uint8_t* q = q8 ? row + q8_at + size_t(blk) * b : row + size_t(2) * blk * b;
       for (int j = 0; j < blk / 32; ++j) {
         uint8_t* to = out + at.q * (NT * j + t);
-        copy16(to, q + at.q * j, at.q / 16);
-        if (f.undiff)  // per 16 elements [e][o − 256·e] → [e][o]
-          for (int v = 0; v < at.q / 16; v += 2) {
-            auto* p = reinterpret_cast<__m128i*>(to) + v;
-            _mm_storeu_si128(p + 1, _mm_add_epi16(_mm_loadu_si128(p + 1), _mm_slli_epi16(_mm_loadu_si128(p), 8)));
-          }
+        const uint8_t* from = q + at.q * j;
+        if (!f.undiff) {
+          copy16(to, from, at.q / 16);
+          continue;
+        }
+        for (int v = 0; v < at.q / 16; v += 2) {  // per 16 elements [e][o − 256·e] → [e][o]
+          const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from) + v);
+          const __m128i od = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from) + v + 1);
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(to) + v, e);
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(to) + v + 1, _mm_add_epi16(od, _mm_slli_epi16(e, 8)));
+        }
       }
       if (sb) copy16(out + at.bsums + 32 * t, d + size_t(nb) * 8 + 32 * size_t(b), 2);
       else if (corr) copy16(out + at.corr + 16 * t, c + 16 * size_t(b), 1);
