@@ -35,11 +35,10 @@
 // --kv-cache f32|q8_0|f32,q8_0: how the session's KV cache stores keys and values (nn/kv_cache.h; default
 //   f32); with both, --at times them alternated in one process (one decode_at line each).
 // --limits: first measure what the machine gives N threads in this build ("limits" line): memory
-//   read GB/s (kernels::matvec over 128 MiB, split over the threads) and the SIMD peak in GFLOP/s
-//   (independent multiply-adds on registers: SIMD128 has no FMA, so a mul and an add per lane).
+//   read GB/s (kernels::matvec over 128 MiB, split over the threads) and the SIMD peaks of the f32
+//   step in GFLOP/s and of the integer step in G op/s (bench/limits.h).
 // One JSON line per measurement on stdout ("load", "decode", "prefill", "generate"); progress on stderr.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,25 +47,20 @@
 #include <string>
 #include <vector>
 
-#include <xsimd/xsimd.hpp>
-
 #include "bench_util.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "generate/generator.h"
 #include "kernels/kernels.h"
+#include "limits.h"
 #include "runtime/loader.h"
 
 using namespace attnlens;
 using bench::cpu_ms;
 using bench::kPlatform;
+using bench::now_ms;
 
 namespace {
-
-double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -239,58 +233,6 @@ Pass decode_pass(const models::Model& model, models::Session& s, const std::vect
   return r;
 }
 
-// ---- what the machine gives the engine: memory read bandwidth and SIMD peak ------------------------
-// (Measurement code: the one place outside src/kernels that touches xsimd, to time registers alone.)
-
-// GB/s reading a 128 MiB array as 24 f32 matrices of 1024 columns, one kernels::matvec each (as a
-// decode reads its weights: several sequential streams per task, kernels/row_walk.h; one stream, as
-// kernels::dot reads, gets a fraction of that on some machines), over the current threads; best of 5.
-double read_gbs() {
-  const size_t n = size_t(32) << 20;
-  const int tasks = 24, k = 1024;
-  const int rows = int(n / tasks / k);
-  std::vector<float> a(n, 1.f), x(size_t(k), 1.f), y(size_t(tasks) * rows);
-  double best = 1e30;
-  for (int rep = 0; rep < 6; ++rep) {
-    const double t0 = now_ms();
-    parallel::for_each(tasks, [&](int t) noexcept {
-      kernels::matvec(x.data(), a.data() + size_t(t) * rows * k, nullptr, y.data() + size_t(t) * rows, k, rows);
-    });
-    const double ms = now_ms() - t0;
-    if (rep > 0) best = std::min(best, ms);  // rep 0 touches the pages
-  }
-  volatile float keep = y[0];
-  (void)keep;
-  return double(size_t(tasks) * rows * k) * 4 / (best / 1000) / 1e9;
-}
-
-// GFLOP/s of 8 independent chains of v = v·a + b per task (2 flops per lane), 8 tasks per thread.
-double peak_gflops(int threads) {
-  using V = xsimd::batch<float>;
-  const int tasks = 8 * threads, iters = 1 << 21;
-  std::vector<float> sink(tasks);
-  auto body = [&](int t) noexcept {
-    V v[8];
-    for (int j = 0; j < 8; ++j) v[j] = V(1.f + 1e-3f * float(j + t));
-    const V a(0.999999f), b(1e-7f);
-    for (int i = 0; i < iters; ++i)
-      for (int j = 0; j < 8; ++j) v[j] = v[j] * a + b;
-    float s = 0;
-    for (int j = 0; j < 8; ++j) s += xsimd::hadd(v[j]);
-    sink[t] = s;
-  };
-  parallel::for_each(threads, body);  // warm-up (and V8's optimising tier)
-  double best = 1e30;
-  for (int rep = 0; rep < 3; ++rep) {
-    const double t0 = now_ms();
-    parallel::for_each(tasks, body);
-    best = std::min(best, now_ms() - t0);
-  }
-  volatile float keep = sink[0];
-  (void)keep;
-  return double(tasks) * iters * 8 * V::size * 2 / (best / 1000) / 1e9;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -302,8 +244,10 @@ int main(int argc, char** argv) {
   }
   parallel::Threads use(o.threads);
   if (o.limits) {
-    std::printf("{\"type\":\"limits\",\"platform\":\"%s\",\"simd\":\"%s\",\"threads\":%d,\"read_gbs\":%.2f,\"peak_gflops\":%.2f}\n",
-                kPlatform, kernels::simd_arch_name(), o.threads, read_gbs(), peak_gflops(o.threads));
+    std::printf("{\"type\":\"limits\",\"platform\":\"%s\",\"simd\":\"%s\",\"threads\":%d,\"read_gbs\":%.2f,\"peak_gflops\":%.2f,"
+                "\"peak_int_gops\":%.2f}\n",
+                kPlatform, kernels::simd_arch_name(), o.threads, bench::read_gbs(), bench::peak_gflops(o.threads),
+                bench::peak_int_gops(o.threads));
     std::fflush(stdout);
   }
   try {

@@ -1,7 +1,8 @@
-// What the C++ benchmarks (bench/bench_*.cpp) share: the platform's name, process CPU time and a
-// model file read from disk.
+// What the C++ benchmarks (bench/bench_*.cpp) share: the platform's name, wall and process CPU time
+// and a model file read from disk.
 #pragma once
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -23,6 +24,12 @@ inline const char* const kPlatform = "wasm";
 #else
 inline const char* const kPlatform = "native";
 #endif
+
+// Wall-clock time in ms (steady).
+inline double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
 
 // Process CPU time (user + system): on a shared machine other processes take the cores, and the
 // wall time then measures them as much as this process; cpu/wall well below 1 says they did.

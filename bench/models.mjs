@@ -390,7 +390,7 @@ function report(results, args) {
   out.push(table(['shape', 'weights', 'engine', 'decode tok/s', '×ORT', 'GB/s', 'GFLOP/s', 'prefill-64 ms', '×ORT', 'GFLOP/s',
                   'prefill-256 ms', '×ORT', 'w/n', 'targets'], rows));
   out.push('GB/s = weight bytes per token (ModelInfo::weight_bytes) × tok/s; limit ≈ 25 GB/s per core. GFLOP/s = 2 × params in ' +
-           'matrix multiplies per token (+ attention q·k and p·v) ÷ time; wasm SIMD128 peak ≈ 30 per core. ORT rows use the f32 ' +
+           'matrix multiplies per token (+ attention q·k and p·v) ÷ time (for quantized weights: integer ops); the SIMD peaks are in the threads table (bench/limits.h). ORT rows use the f32 ' +
            'byte and flop counts of the same shape. * = the process got < 85% of a core during the timed passes (busy machine).');
   if (!hasAnchor) out.push('onnxruntime-web: not run (' + (args.anchor ? `${shared} not found` : '--no-anchor') + ').');
   if (results.api.length) {
@@ -447,7 +447,8 @@ function threadsReport(results, args, verdicts) {
           dec: (t) => get(t, (r) => r.decode?.tok_s_median), p64: (t) => get(t, (r) => r.prefill[64]?.ms_median),
           p256: (t) => get(t, (r) => r.prefill[256]?.ms_median), gbs: (t) => get(t, (r) => r.decode?.gbs),
           read: (t) => get(t, (r) => r.limits?.read_gbs), gflops: (t) => get(t, (r) => r.prefill[64]?.gflops),
-          peak: (t) => get(t, (r) => r.limits?.peak_gflops),
+          // f32 prefill against the f32 step's peak, the integer prefill against the integer step's (bench/limits.h)
+          peak: (t) => get(t, (r) => (format === 'f32' ? r.limits?.peak_gflops : r.limits?.peak_int_gops)),
           cpu: (t) => Math.min(...oursRuns(shape, format, platform, t).map((r) => (r.decode?.cpu_per_wall ?? t) / t)) });
       }
       if (format === 'f32')
@@ -499,7 +500,7 @@ function threadsReport(results, args, verdicts) {
           }
         }
         const limits = e.read ? `${fx(e.gbs(tn))} of ${fx(e.read(tn))} (${fx(100 * e.gbs(tn) / e.read(tn), 0)}%)` : '';
-        const peak = e.peak ? `${fx(e.gflops(tn))} of ${fx(e.peak(tn))} (${fx(100 * e.gflops(tn) / e.peak(tn), 0)}%)` : '';
+        const peak = !e.peak ? '' : e.peak(tn) == null ? fx(e.gflops(tn)) : `${fx(e.gflops(tn))} of ${fx(e.peak(tn))} (${fx(100 * e.gflops(tn) / e.peak(tn), 0)}%)`;
         const busy = e.cpu && e.cpu(tn) < 0.85 ? '*' : '';
         rows.push([shape, format, e.name + busy, ...T.map((t) => fx(e.dec(t))), fx(sDec, 2), ...T.map((t) => fx(e.p64(t))), fx(sP64, 2),
                    ...T.map((t) => fx(e.p256(t))), fx(sP256, 2), limits, peak, marks.join(', ')]);
@@ -510,14 +511,41 @@ function threadsReport(results, args, verdicts) {
   out.push('');
   out.push(`Threads and the llama.cpp peers — decode tok/s and prefill ms with ${T.join(' / ')} threads; ×: ${tn} threads over ${t1} ` +
            `(prefill: ${t1}-thread ms ÷ ${tn}-thread ms); ours' decode GB/s of weights against the memory read bandwidth and prefill-64 ` +
-           `GFLOP/s against the SIMD peak, both measured by the same run with ${tn} threads.`);
+           `G op/s against the SIMD peak (f32 weights: the f32 step's; quantized weights: the integer step's, bench/limits.h), ` +
+           `both measured by the same run with ${tn} threads.`);
   out.push(table(['shape', 'weights', 'engine', ...T.map((t) => `decode ${t}t`), '×', ...T.map((t) => `pf64 ${t}t`), '×',
-                  ...T.map((t) => `pf256 ${t}t`), '×', `GB/s ${tn}t of read`, `GFLOP/s ${tn}t of peak`, 'targets'], rows));
+                  ...T.map((t) => `pf256 ${t}t`), '×', `GB/s ${tn}t of read`, `pf64 G op/s ${tn}t of peak`, 'targets'], rows));
   out.push('wllama: llama.cpp\'s wasm build in headless Chromium (its own clock, 128 tokens after BOS; pthreads when threads > 1); llama.cpp: ' +
            'node-llama-cpp native, llama.cpp\'s own perf counters (llama_decode alone, 128 tokens; the wall clock of its JS loop is in the JSON). ' +
            'Both on the GGUF converted from the same checkpoint. ' +
            '* = our process got < 85% of the cores it asked for.');
   if (results.peersMissing) out.push(`llama.cpp peers: not run (${results.peersMissing}).`);
+  out.push(...prefillBounds(results, args));
+  return out;
+}
+
+// What the integer-prefill row "within 1.3× of llama.cpp native's time" asks of our one-thread
+// prefill-64 in G op/s (the same shape's op count: llama.cpp's rate is ours × our ms ÷ its ms),
+// against the integer step's peak measured by the same bench_models run.
+function prefillBounds(results, args) {
+  const out = [];
+  const med = (xs) => median(xs.filter((x) => x != null));
+  for (const platform of ['wasm-mt', 'wasm-mt-relaxed'].filter((p) => args.platforms.includes(p))) {
+    for (const shape of args.shapes) {
+      for (const format of args.formats.filter((f) => f !== 'f32')) {
+        const runs = results.ours[oursKey(shape, format, platform, 1)] ?? [];
+        const ms = med(runs.map((r) => r.prefill[64]?.ms_median)), gops = med(runs.map((r) => r.prefill[64]?.gflops));
+        const peak = med(runs.map((r) => r.limits?.peak_int_gops));
+        const peerMs = med((results.peers[peerKey(shape, format, 'llamacpp', 1)] ?? []).map((r) => r.prefillMs));
+        if (!ms || !gops || !peak || !peerMs) continue;
+        const need = gops * ms / peerMs / TARGETS.intPrefill.vsLlamacpp;
+        out.push(`- ${platform} ${shape} ${format}, prefill-64, 1 thread: ours ${gops.toFixed(1)} G op/s (${(100 * gops / peak).toFixed(0)}% of ` +
+                 `the integer peak, ${peak.toFixed(1)}); llama.cpp native ${(gops * ms / peerMs).toFixed(1)}, so ≤ ` +
+                 `${TARGETS.intPrefill.vsLlamacpp}× its time needs ≥ ${need.toFixed(1)} G op/s = ${(100 * need / peak).toFixed(0)}% of the peak.`);
+      }
+    }
+  }
+  if (out.length) out.unshift('', 'Integer prefill against the machine (the peak: bench/limits.h, in the same run):');
   return out;
 }
 
@@ -659,7 +687,7 @@ async function main() {
             }
             const d = r.decode, p = r.prefill;
             log(`[bench]   decode ${d?.tok_s_median} tok/s (cpu/wall ${d?.cpu_per_wall}), prefill-64 ${p[64]?.ms_median} ms, prefill-256 ${p[256]?.ms_median ?? '–'} ms` +
-                (r.limits ? `; read ${r.limits.read_gbs} GB/s, peak ${r.limits.peak_gflops} GFLOP/s` : ''));
+                (r.limits ? `; read ${r.limits.read_gbs} GB/s, peak ${r.limits.peak_gflops} GFLOP/s (f32), ${r.limits.peak_int_gops ?? '–'} G op/s (int)` : ''));
           }
         }
       }
