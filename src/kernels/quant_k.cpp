@@ -497,7 +497,10 @@ void tile_sb(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out
       __m128i wv[4];
       if constexpr (k8) {
         T::chunk8(blk, st, j, wv);
-        for (int t = 0; t < NT; ++t) isum[t] = _mm_add_epi32(isum[t], T::isum8(wv, reinterpret_cast<const int8_t*>(xj + 32 * t)));
+        for (int t = 0; t < NT; ++t) {
+          isum[t] = _mm_add_epi32(isum[t], T::isum8(wv, reinterpret_cast<const int8_t*>(xj + 32 * t)));
+          order_point(isum[t]);
+        }
         continue;
       }
       T::chunk(blk, st, j, wv);
@@ -506,6 +509,7 @@ void tile_sb(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out
         const __m128i s01 = _mm_add_epi32(_mm_madd_epi16(wv[0], _mm_load_si128(xv)), _mm_madd_epi16(wv[1], _mm_load_si128(xv + 1)));
         const __m128i s23 = _mm_add_epi32(_mm_madd_epi16(wv[2], _mm_load_si128(xv + 2)), _mm_madd_epi16(wv[3], _mm_load_si128(xv + 3)));
         isum[t] = _mm_add_epi32(isum[t], _mm_add_epi32(s01, s23));
+        order_point(isum[t]);  // else V8 loads all tokens' x first and spills them
       }
     }
     for (int t = 0; t < NT; ++t) {
