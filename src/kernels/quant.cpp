@@ -436,7 +436,7 @@ void tile_32(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out
     __m128i wv[4];
     if constexpr (k8) T::decode8(p, wv);
     else T::decode(p, wv);
-    const float dw = f16(p + T::kD);
+    const __m128 dw = _mm_set1_ps(f16(p + T::kD));
     for (int t = 0; t < NT; ++t) {
       __m128i s;
       if constexpr (k8) {
@@ -449,9 +449,9 @@ void tile_32(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out
       }
       if constexpr (HasCorr<T>::value)
         s = _mm_add_epi32(s, _mm_load_si128(reinterpret_cast<const __m128i*>(xp + At::kCorr32 + 16 * t)));
-      float dx;
-      std::memcpy(&dx, xp + At::kD32 + 4 * t, 4);
-      acc[t] = scale_add(acc[t], s, dw * dx);
+      // scale_add(acc[t], s, d_w·d_x), with d_w·d_x formed in every lane
+      const __m128 dx = _mm_loadu_ps(reinterpret_cast<const float*>(xp + At::kD32 + 16 * t));
+      acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(s), _mm_mul_ps(dw, dx)));
     }
   }
   for (int t = 0; t < NT; ++t) out[t * out_stride] = lanes_sum(acc[t]) + 0.f;
@@ -618,7 +618,9 @@ ATTNLENS_ONE_COPY void pack_tile(const TileFormat& f, const uint8_t* buf, size_t
       }
       if (sb) copy16(out + at.bsums + 32 * t, d + size_t(nb) * 8 + 32 * size_t(b), 2);
       else if (corr) copy16(out + at.corr + 16 * t, c + 16 * size_t(b), 1);
-      std::memcpy(out + at.d + 4 * t, d + 4 * size_t(b), 4);
+      float dx;
+      std::memcpy(&dx, d + 4 * size_t(b), 4);
+      _mm_storeu_ps(reinterpret_cast<float*>(out + at.d + 16 * t), _mm_set1_ps(dx));
     }
 }
 
