@@ -366,6 +366,7 @@ struct SbState {
 template <bool Q5>
 struct K45Tile {
   static constexpr int kBytes = Q5 ? qb::kBytesQ5K : qb::kBytesQ4K;
+  static constexpr int kChunksPerPass = 2;  // chunks j, j + 1 in one pass: constant nibble shifts
   static void prepare(const uint8_t* blk, SbState& st, const F16& f16) {
     k4_unpack(blk + 4, st.sc, st.mn);
     const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(st.mn));
@@ -422,6 +423,7 @@ using Q5Tile = K45Tile<true>;
 
 struct Q6Tile {
   static constexpr int kBytes = qb::kBytesQ6K;
+  static constexpr int kChunksPerPass = 4;  // s = 0..3 in one pass: constant shifts
   static void prepare(const uint8_t* blk, SbState& st, const F16& f16) {
     const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
     st.c_lo = _mm_slli_epi16(lo_s16(s8), 5);
@@ -491,7 +493,7 @@ void tile_sb(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out
     for (int t = 0; t < NT; ++t) isum[t] = _mm_setzero_si128();
     const uint8_t* xj = xp;
 #if defined(__clang__)
-#pragma clang loop unroll(disable)
+#pragma clang loop unroll_count(T::kChunksPerPass)
 #endif
     for (int j = 0; j < 8; ++j, xj += At::kQ * NT) {
       __m128i wv[4];
