@@ -780,6 +780,7 @@ function readmeTable(results, args) {
     for (const [key, cs] of byName)
       out.push(`- ${key}: ${cs.every((c) => c.pass) ? 'MET' : 'MISSED'} — ${cs.map((c) => `${c.shape} ${c.value.toFixed(2)}${c.pass ? '' : ' ✗'}`).join(', ')}`);
   }
+  out.push(...prefillBounds(results, args));
   return out.join('\n');
 }
 
