@@ -1,7 +1,7 @@
 // What the machine gives the engine, measured by `bench_models --limits` in the same process as the
 // model's figures (bench/README.md, "machine limits"): memory read bandwidth and the SIMD peaks that
-// the kernels' inner steps can reach. Measurement code: the one place outside src/kernels that writes
-// SIMD itself, to time the instructions alone.
+// the kernels' inner steps can reach. Measurement code, which writes its SIMD itself (SSE intrinsics,
+// mapped onto SIMD128 by emscripten as the kernels' are) to time the instructions alone.
 //
 // The two peaks time the step every matmul tile repeats, with nothing else in the loop: one 16-byte
 // load from L1 at an address that moves with the loop (so the compiler cannot hoist it), its product
