@@ -257,7 +257,10 @@ struct Q3_K {
     alignas(16) int32_t pairs[8];  // (sc[2p], sc[2p + 1]) as two int16
     _mm_store_si128(reinterpret_cast<__m128i*>(pairs), c_lo);
     _mm_store_si128(reinterpret_cast<__m128i*>(pairs + 4), c_hi);
-    const __m128i m0 = load16(blk), m1 = load16(blk + 16);
+    // hmask moves down one bit per step (16-bit shifts: bit 0 of each byte is then its own bit 4h + s,
+    // as bit_to's note says), so that the shift that takes the high bit is a constant (V8 lowers a
+    // shift by 4h + s, h not unrolled, as a masked variable shift).
+    __m128i m0 = load16(blk), m1 = load16(blk + 16);
     __m128i isum = _mm_setzero_si128();
     for (int h = 0; h < 2; ++h) {
       const __m128i q0 = load16(blk + 32 + 32 * h), q1 = load16(blk + 48 + 32 * h);
@@ -265,9 +268,10 @@ struct Q3_K {
 #pragma clang loop unroll(full)
 #endif
       for (int s = 0; s < 4; ++s) {
-        const int hbit = 4 * h + s;
-        const __m128i lo = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q0, 2 * s), bytes(0x03)), bit_to(m0, hbit, 2, 0x04));
-        const __m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q1, 2 * s), bytes(0x03)), bit_to(m1, hbit, 2, 0x04));
+        const __m128i lo = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q0, 2 * s), bytes(0x03)), bit_to(m0, 0, 2, 0x04));
+        const __m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q1, 2 * s), bytes(0x03)), bit_to(m1, 0, 2, 0x04));
+        m0 = _mm_srli_epi16(m0, 1);
+        m1 = _mm_srli_epi16(m1, 1);
         const int16_t* xs = x + 128 * h + 32 * s;
         // Lanes of ≤ 4·7·128 = 3584 in magnitude; the scale pair (sc[j], sc[j + 1]), j = 8h + 2s.
         isum = _mm_add_epi32(isum, pair_scaled(dot_eo(lo, xs), dot_eo(hi, xs + 16), _mm_set1_epi32(pairs[4 * h + s])));
@@ -292,13 +296,17 @@ struct Q2_K {
     _mm_store_si128(reinterpret_cast<__m128i*>(pairs + 4), hi_u16(scales));
     __m128i isum = _mm_setzero_si128();
     for (int h = 0; h < 2; ++h) {
-      const __m128i q0 = load16(blk + 16 + 32 * h), q1 = load16(blk + 32 + 32 * h);
+      // qs moves down two bits per step: the same bits 2s..2s+1 of each byte as a shift by 2s, with a
+      // constant shift (the loop is not unrolled, and V8 lowers a shift by 2s as a masked variable one).
+      __m128i q0 = load16(blk + 16 + 32 * h), q1 = load16(blk + 32 + 32 * h);
 #if defined(__clang__)
 #pragma clang loop unroll(disable)
 #endif
       for (int s = 0; s < 4; ++s) {
-        const __m128i lo = _mm_and_si128(_mm_srli_epi16(q0, 2 * s), bytes(0x03));
-        const __m128i hi = _mm_and_si128(_mm_srli_epi16(q1, 2 * s), bytes(0x03));
+        const __m128i lo = _mm_and_si128(q0, bytes(0x03));
+        const __m128i hi = _mm_and_si128(q1, bytes(0x03));
+        q0 = _mm_srli_epi16(q0, 2);
+        q1 = _mm_srli_epi16(q1, 2);
         const int16_t* xs = x + 128 * h + 32 * s;
         // Lanes of ≤ 4·3·128 = 1536 in magnitude; the scale pair (sc[j], sc[j + 1]), j = 8h + 2s.
         isum = _mm_add_epi32(isum, pair_scaled(dot_eo(lo, xs), dot_eo(hi, xs + 16), _mm_set1_epi32(pairs[4 * h + s])));
