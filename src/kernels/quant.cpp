@@ -618,9 +618,13 @@ ATTNLENS_ONE_COPY void pack_tile(const TileFormat& f, const uint8_t* buf, size_t
       }
       if (sb) copy16(out + at.bsums + 32 * t, d + size_t(nb) * 8 + 32 * size_t(b), 2);
       else if (corr) copy16(out + at.corr + 16 * t, c + 16 * size_t(b), 1);
-      float dx;
-      std::memcpy(&dx, d + 4 * size_t(b), 4);
-      _mm_storeu_ps(reinterpret_cast<float*>(out + at.d + 16 * t), _mm_set1_ps(dx));
+      if (sb) {
+        std::memcpy(out + at.d + 4 * t, d + 4 * size_t(b), 4);
+      } else {  // 4 copies (quant_simd.h TileAt)
+        float dx;
+        std::memcpy(&dx, d + 4 * size_t(b), 4);
+        _mm_storeu_ps(reinterpret_cast<float*>(out + at.d + 16 * t), _mm_set1_ps(dx));
+      }
     }
 }
 

@@ -525,7 +525,7 @@ void tile_sb(const uint8_t* w, const uint8_t* xp, int nb, float* out, size_t out
     for (int t = 0; t < NT; ++t) {
       const int16_t* bs = reinterpret_cast<const int16_t*>(xp + At::kBsums256 + 32 * t);
       float dx;
-      std::memcpy(&dx, xp + At::kD256 + 16 * t, 4);
+      std::memcpy(&dx, xp + At::kD256 + 4 * t, 4);
       acc[t] = T::finish(st, isum[t], bs, dx, acc[t]);
     }
   }

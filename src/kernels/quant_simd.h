@@ -239,16 +239,17 @@ RowsDot rows_dot_superblock(DType t, int R);  // quant_k.cpp: q2_K … q6_K, iq4
 // Per activation block (32 or 256 elements), with QB bytes per token and 32 values (64: the int16
 // values; 32: the int8 copy, in the relaxed-SIMD variant for the types that have one, bytes_of):
 //   32:  q [32 el / QB B per token], corr [16 B per token] (Layout::Nib4), d [float ×4 per token]
-//   256: q chunk j of 32 elements (j = 0..7): [token] QB B each, bsums [16 int16 per token], d.
-// Each token's d is stored 4 times (16 bytes): the 32-element tiles multiply d_w by it as a vector,
-// which saves the splat of d_w·d_x per token and block (the same product in every lane: same bits).
+//   256: q chunk j of 32 elements (j = 0..7): [token] QB B each, bsums [16 int16 per token], d [float].
+// The 32-element tiles' d is stored 4 times (16 bytes): they multiply d_w by it as a vector, which
+// saves the splat of d_w·d_x per token and block (the same product in every lane: same bits). The
+// super-block tiles use d once per token and 256 elements, as a scalar.
 constexpr int kTileTokens = 8;  // 4-9% faster than 4 in wasm (bench_kernels --cpu-time, 64x768x2048)
 template <int QB>
 struct TileAt {
   static constexpr int kQ = QB;
   static constexpr int kCorr32 = kTileTokens * QB, kD32 = kCorr32 + kTileTokens * 16, kBlock32 = kD32 + kTileTokens * 16;
   static constexpr int kBsums256 = kTileTokens * 8 * QB, kD256 = kBsums256 + kTileTokens * 32,
-                       kBlock256 = kD256 + kTileTokens * 16;
+                       kBlock256 = kD256 + kTileTokens * 4;
 };
 using Tile16 = TileAt<64>;
 using Tile8 = TileAt<32>;
